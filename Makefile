@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# ferroce: a software RoCEv2 RDMA device in Rust-for-Linux.
+#
+#   make run            build everything, boot the guest, show the RDMA device
+#   make test           build everything, boot the guest, run all selftests
+#   make bench          perftest benchmarks of every soft RDMA device
+#   make shell          an interactive guest
+#   make kernel         only the guest kernel (cached in ~/.cache/ferroce)
+#   make module         only ferroce.ko
+#   make kernel-series  export the kernel change as a git-am series (out/)
+#   make setup          only install the build and test dependencies
+#
+# FLAVOUR=debug selects the debug kernel (KASAN, lockdep, kmemleak).
+# The kernel build (kbuild) reads ./Kbuild, not this file.
+
+export FLAVOUR ?= default
+LLVM := 1
+KERNEL = "$$(qemu/kernel dir)"
+
+.PHONY: all setup kernel module run test bench shell kernel-series clean
+
+all: module
+
+setup:
+	qemu/setup
+
+kernel: setup
+	qemu/kernel build >/dev/null
+
+module: kernel
+	$(MAKE) -s -C $(KERNEL) M=$(CURDIR) LLVM=$(LLVM) modules
+
+run: module
+	qemu/run -- qemu/demo
+
+test: module
+	selftests/run-host $(TESTS)
+
+bench: module
+	qemu/bench/run-host
+
+shell: module
+	qemu/run --shell
+
+kernel-series: setup
+	qemu/kernel series out/kernel-series
+
+clean:
+	@if kdir=$$(qemu/kernel dir 2>/dev/null); then \
+		$(MAKE) -s -C "$$kdir" M=$(CURDIR) LLVM=$(LLVM) clean; fi
+	rm -rf out

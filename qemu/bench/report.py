@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Summarise ferroce benchmark results: medians, ratios, charts.
+
+Reads DIR/results.jsonl (written by qemu/bench/run in the guest), prints a
+table of medians per test and MTU with each device's ratio against rxe and
+siw, writes it to DIR/summary.txt and draws DIR/table.png (the table as
+bars) and DIR/sweep.png (ib_write_bw bandwidth against message size).
+
+Under TCG only ratios within one run mean anything: absolute figures depend
+on the host.
+"""
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+TABLE_TESTS = [
+    ("ib_write_bw", 65536),
+    ("ib_send_bw", 65536),
+    ("ib_read_bw", 65536),
+    ("ib_write_lat", 2),
+]
+ANCHORS = ["rxe", "siw"]
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    return rows
+
+
+def medians(rows):
+    """(test, size, mtu) -> driver -> (median, unit, runs)."""
+    values = defaultdict(list)
+    units = {}
+    for r in rows:
+        if r["test"].endswith("_sweep"):
+            continue
+        key = (r["test"], r["size"], r["mtu"], r["driver"])
+        values[key].append(float(r["value"]))
+        units[key] = r["unit"]
+    out = defaultdict(dict)
+    for (test, size, mtu, driver), vals in values.items():
+        out[(test, size, mtu)][driver] = (
+            statistics.median(vals),
+            units[(test, size, mtu, driver)],
+            len(vals),
+        )
+    return out
+
+
+def ratio(test, mine, anchor):
+    """How many times better `mine` is than `anchor` (latency: lower wins)."""
+    if not anchor or not mine:
+        return None
+    return anchor / mine if test.endswith("_lat") else mine / anchor
+
+
+def ratio_pairs(drivers):
+    """(device, anchor) pairs to compare: each new device against each
+    anchor, or siw against rxe when only the anchors ran."""
+    pairs = [
+        (d, a) for d in drivers if d not in ANCHORS for a in ANCHORS if a in drivers
+    ]
+    if not pairs and all(a in drivers for a in ANCHORS):
+        pairs = [("siw", "rxe")]
+    return pairs
+
+
+def table(med, drivers):
+    lines = []
+    pairs = ratio_pairs(drivers)
+    head = f"{'test':<14}{'size':>7}{'MTU':>6}"
+    for d in drivers:
+        head += f"{d:>12}"
+    for d, a in pairs:
+        head += f"{d + '/' + a:>15}"
+    lines.append(head)
+    for test, size in TABLE_TESTS:
+        for mtu in (1500, 9000):
+            cells = med.get((test, size, mtu), {})
+            if not cells:
+                continue
+            unit = next(iter(cells.values()))[1]
+            line = f"{test:<14}{size:>7}{mtu:>6}"
+            for d in drivers:
+                line += f"{cells[d][0]:>12.2f}" if d in cells else f"{'-':>12}"
+            for d, a in pairs:
+                r = ratio(test, cells.get(d, (None,))[0], cells.get(a, (None,))[0])
+                line += f"{r:>14.2f}x" if r else f"{'-':>15}"
+            lines.append(line + f"  {unit}")
+    lines.append("")
+    lines.append(
+        "Medians of the runs of each test; a ratio d/a > 1 means d beats a "
+        "(higher bandwidth, lower latency)."
+    )
+    return "\n".join(lines)
+
+
+def draw_table(med, drivers, path):
+    fig, axes = plt.subplots(1, len(TABLE_TESTS), figsize=(4 * len(TABLE_TESTS), 4))
+    for ax, (test, size) in zip(axes, TABLE_TESTS):
+        width = 0.8 / max(len(drivers), 1)
+        unit = ""
+        for i, d in enumerate(drivers):
+            ys = []
+            for mtu in (1500, 9000):
+                cell = med.get((test, size, mtu), {}).get(d)
+                ys.append(cell[0] if cell else 0)
+                if cell:
+                    unit = cell[1]
+            ax.bar([x + i * width for x in range(2)], ys, width, label=d)
+        ax.set_xticks([x + width * (len(drivers) - 1) / 2 for x in range(2)])
+        ax.set_xticklabels(["MTU 1500", "MTU 9000"])
+        ax.set_title(f"{test} {size} B")
+        ax.set_ylabel(unit + (" (lower is better)" if test.endswith("_lat") else ""))
+        ax.legend()
+    fig.suptitle("perftest loopback, medians (QEMU TCG guest: compare ratios only)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def draw_sweep(rows, path):
+    curves = defaultdict(list)
+    for r in rows:
+        if r["test"] == "ib_write_bw_sweep":
+            curves[r["driver"]].append((r["size"], float(r["value"])))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for d, pts in sorted(curves.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=d)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("ib_write_bw BW average (MB/s)")
+    ax.set_title("ib_write_bw vs message size, MTU 9000 (QEMU TCG guest)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/bench")
+    rows = load(out / "results.jsonl")
+    if not rows:
+        sys.exit("report.py: no results")
+    present = sorted({r["driver"] for r in rows})
+    drivers = [d for d in ["ferroce", "rxe", "siw"] if d in present]
+    drivers += [d for d in present if d not in drivers]
+    med = medians(rows)
+    text = table(med, drivers)
+    print(text)
+    (out / "summary.txt").write_text(text + "\n")
+    draw_table(med, drivers, out / "table.png")
+    draw_sweep(rows, out / "sweep.png")
+    print(f"raw: {out / 'results.jsonl'}  charts: {out / 'table.png'}, {out / 'sweep.png'}")
+    missing = [
+        (t, s, m, d)
+        for t, s in TABLE_TESTS
+        for m in (1500, 9000)
+        for d in drivers
+        if d not in med.get((t, s, m), {})
+    ]
+    if missing:
+        sys.exit(f"report.py: {len(missing)} measurements failed: {missing}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for ferroce selftests.  Each test is a bash script in tests/ that
+# runs as root inside the guest and exits 0 (pass), 1 (fail) or 4 (skip,
+# the kselftest convention), with its reason on the last line of output.
+set -euo pipefail
+
+KSFT_SKIP=4
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*"
+	exit $KSFT_SKIP
+}
+
+# Run a command and fail the test with its output if it fails.
+must() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		echo "$out"
+		fail "'$*' failed"
+	fi
+	printf '%s' "$out"
+}
+
+# Fail unless a command fails (misuse must be refused).
+must_fail() {
+	if "$@" >/dev/null 2>&1; then
+		fail "'$*' succeeded but must fail"
+	fi
+}
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+	local t=$1 i
+	shift
+	for ((i = 0; i < t * 10; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# A dummy netdev with an IPv4 address: the cheapest place for a loopback
+# RDMA device.  add_dummy NAME IP [MTU]
+add_dummy() {
+	ip link add "$1" type dummy
+	ip link set "$1" mtu "${3:-1500}"
+	ip addr add "$2/24" dev "$1"
+	ip link set "$1" up
+}
+
+# rdma_link_add DEV TYPE NETDEV (loads the driver's module on demand).
+rdma_link_add() {
+	rdma link add "$1" type "$2" netdev "$3"
+	wait_for 10 test -e "/sys/class/infiniband/$1" ||
+		fail "$1 did not appear in /sys/class/infiniband"
+}
+
+# ibv_devices lists DEV.
+ibv_lists() {
+	ibv_devices | awk 'NR > 2 { print $1 }' | grep -qx "$1"
+}
+
+# perftest_loopback DEV IP TOOL ARGS...: run a perftest server and a client
+# against it on the same device; print the client's output.
+perftest_loopback() {
+	local dev=$1 ip=$2 tool=$3 i rc
+	shift 3
+	timeout 120 "$tool" -d "$dev" -F "$@" >/tmp/perftest-server.log 2>&1 &
+	local server=$!
+	for ((i = 0; i < 50; i++)); do
+		sleep 0.2
+		if timeout 120 "$tool" -d "$dev" -F "$@" "$ip" >/tmp/perftest-client.log 2>&1; then
+			wait "$server" || { cat /tmp/perftest-server.log; return 1; }
+			cat /tmp/perftest-client.log
+			return 0
+		fi
+		grep -q "Couldn't connect\|Unable to open file descriptor for socket connection" \
+			/tmp/perftest-client.log || break
+	done
+	kill "$server" 2>/dev/null || true
+	cat /tmp/perftest-server.log /tmp/perftest-client.log
+	return 1
+}
+
+# The kernel log's reports of a broken kernel (kept in step with qemu/run).
+KERNEL_PROBLEMS='(Oops|BUG:|WARNING:|KASAN:|UBSAN:|kernel BUG|general protection fault|Kernel panic|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|unreferenced object|Call Trace:|RIP: )'
