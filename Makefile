@@ -8,6 +8,7 @@
 #   make shell          an interactive guest
 #   make kernel         only the guest kernel (cached in ~/.cache/ferroce)
 #   make module         only ferroce.ko
+#   make provider       only the rdma-core provider (out/provider)
 #   make kernel-series  export the kernel change as a git-am series (out/)
 #   make setup          only install the build and test dependencies
 #
@@ -18,9 +19,9 @@ export FLAVOUR ?= default
 LLVM := 1
 KERNEL = "$$(qemu/kernel dir)"
 
-.PHONY: all setup kernel module run test bench shell kernel-series clean
+.PHONY: all setup kernel module provider run test bench shell kernel-series clean
 
-all: module
+all: module provider
 
 setup:
 	qemu/setup
@@ -31,16 +32,19 @@ kernel: setup
 module: kernel
 	$(MAKE) -s -C $(KERNEL) M=$(CURDIR) LLVM=$(LLVM) modules
 
-run: module
+provider: setup
+	provider/build >/dev/null
+
+run: module provider
 	qemu/run -- qemu/demo
 
-test: module
+test: module provider
 	selftests/run-host $(TESTS)
 
-bench: module
+bench: module provider
 	qemu/bench/run-host
 
-shell: module
+shell: module provider
 	qemu/run --shell
 
 kernel-series: setup

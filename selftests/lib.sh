@@ -7,6 +7,23 @@ set -euo pipefail
 
 KSFT_SKIP=4
 
+# What a test creates is removed when it exits, whatever the outcome, so that
+# one failing test does not break the next.
+CLEANUP_LINKS=()
+CLEANUP_NETDEVS=()
+cleanup() {
+	local rc=$? l n
+	set +e
+	for l in "${CLEANUP_LINKS[@]}"; do
+		[ -e "/sys/class/infiniband/$l" ] && rdma link delete "$l" 2>/dev/null
+	done
+	for n in "${CLEANUP_NETDEVS[@]}"; do
+		ip link del "$n" 2>/dev/null
+	done
+	exit $rc
+}
+trap cleanup EXIT
+
 fail() {
 	echo "FAIL: $*"
 	exit 1
@@ -48,6 +65,7 @@ wait_for() {
 # A dummy netdev with an IPv4 address: the cheapest place for a loopback
 # RDMA device.  add_dummy NAME IP [MTU]
 add_dummy() {
+	CLEANUP_NETDEVS+=("$1")
 	ip link add "$1" type dummy
 	ip link set "$1" mtu "${3:-1500}"
 	ip addr add "$2/24" dev "$1"
@@ -56,6 +74,7 @@ add_dummy() {
 
 # rdma_link_add DEV TYPE NETDEV (loads the driver's module on demand).
 rdma_link_add() {
+	CLEANUP_LINKS+=("$1")
 	rdma link add "$1" type "$2" netdev "$3"
 	wait_for 10 test -e "/sys/class/infiniband/$1" ||
 		fail "$1 did not appear in /sys/class/infiniband"
@@ -90,3 +109,18 @@ perftest_loopback() {
 
 # The kernel log's reports of a broken kernel (kept in step with qemu/run).
 KERNEL_PROBLEMS='(Oops|BUG:|WARNING:|KASAN:|UBSAN:|kernel BUG|general protection fault|Kernel panic|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|unreferenced object|Call Trace:|RIP: )'
+
+# ferroce_add DEV NETDEV: create a ferroce device (loads the module on demand).
+ferroce_add() {
+	rdma_link_add "$1" ferroce "$2"
+}
+
+# port_field DEV FIELD: a field of port 1 in `ibv_devinfo -v` (e.g. state, active_mtu).
+port_field() {
+	ibv_devinfo -v -d "$1" | awk -v f="$2:" '$1 == f { print $2; exit }'
+}
+
+# dev_field DEV FIELD: a device-level field of `ibv_devinfo -v` (e.g. max_qp).
+dev_field() {
+	ibv_devinfo -v -d "$1" | awk -v f="$2:" '$1 == f { print $2; exit }'
+}

@@ -3,6 +3,7 @@
 # siw (an anchor) comes up on a veth netdev and stock tools see it.
 . "$(dirname "$0")/../lib.sh"
 
+CLEANUP_NETDEVS+=(siwv0)
 ip link add siwv0 type veth peer name siwv1
 ip addr add 10.82.0.1/24 dev siwv0
 ip link set siwv0 up

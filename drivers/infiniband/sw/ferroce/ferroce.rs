@@ -2,31 +2,52 @@
 
 //! ferroce: a software RoCEv2 RDMA device.
 //!
-//! This is the module shell: it loads and unloads cleanly.  The RDMA device
-//! (`rdma link add NAME type ferroce netdev DEV`) is registered through the
-//! `kernel::rdma` abstractions, which come with the device work.
+//! `rdma link add NAME type ferroce netdev DEV` creates an RDMA device bound to the Ethernet
+//! device DEV (this module's alias makes the command load it); `rdma link delete NAME`, removing
+//! DEV, or unloading the module removes it. The driver is written against the safe
+//! `kernel::rdma` abstractions only.
 
-use kernel::prelude::*;
+use kernel::{
+    net::netdev::Notifier,
+    prelude::*,
+    rdma::{self, link},
+};
+
+mod device;
+mod guid;
+mod limits;
+mod netevent;
+
+use device::Ferroce;
 
 module! {
-    type: Ferroce,
+    type: FerroceModule,
     name: "ferroce",
     author: "ferroce developers",
     description: "Software RoCEv2 RDMA device",
     license: "GPL",
+    alias: ["rdma-link-ferroce"],
 }
 
-struct Ferroce;
+struct FerroceModule {
+    // Options so that `drop` can tear down in order: no new links, then no devices, then no
+    // netdev events.
+    link: Option<Pin<KBox<link::Registration<Ferroce>>>>,
+    notifier: Option<Pin<KBox<Notifier<netevent::NetEvents>>>>,
+}
 
-impl kernel::Module for Ferroce {
+impl kernel::Module for FerroceModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("loaded\n");
-        Ok(Ferroce)
+        let notifier = KBox::pin_init(Notifier::register(), GFP_KERNEL)?;
+        let link = KBox::pin_init(link::Registration::register(), GFP_KERNEL)?;
+        Ok(FerroceModule { link: Some(link), notifier: Some(notifier) })
     }
 }
 
-impl Drop for Ferroce {
+impl Drop for FerroceModule {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        drop(self.link.take());
+        rdma::Device::<Ferroce>::unregister_all();
+        drop(self.notifier.take());
     }
 }

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ferroce RDMA device: one RoCEv2 port bound to an Ethernet net device.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    net::netdev::NetDevice,
+    prelude::*,
+    rdma::{
+        self, device_cap, link, AtomicCap, Device, DeviceAttr, DeviceParams, LinkLayer, Mtu, PhysState,
+        PortAttr, PortEvent, PortImmutable, PortState, Udata,
+    },
+    c_str,
+    str::CStr,
+};
+
+use crate::{guid, limits};
+
+/// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
+const DRIVER_ID: u32 = 64;
+/// The uverbs ABI version (`FERROCE_UVERBS_ABI_VERSION`).
+const ABI_VERSION: u32 = 1;
+/// The only port.
+const PORT: u32 = 1;
+
+/// The ferroce driver.
+pub(crate) struct Ferroce;
+
+/// Per-device state.
+pub(crate) struct DeviceData {
+    /// The port state last reported to ib_core (events are sent on changes only).
+    port_active: AtomicBool,
+}
+
+impl DeviceData {
+    /// Reports a port state change (`IB_EVENT_PORT_ACTIVE`/`_ERR`) if the netdev's state differs
+    /// from the last one reported.
+    pub(crate) fn sync_port_state(&self, dev: &Device<Ferroce>, netdev: &NetDevice) {
+        let active = port_is_active(netdev);
+        if self.port_active.swap(active, Ordering::AcqRel) != active {
+            let event = if active { PortEvent::Active } else { PortEvent::Error };
+            dev.dispatch_port_event(PORT, event);
+        }
+    }
+}
+
+fn port_is_active(netdev: &NetDevice) -> bool {
+    netdev.is_running() && netdev.has_carrier()
+}
+
+fn check_port(port: u32) -> Result {
+    if port == PORT {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+#[vtable]
+impl rdma::Driver for Ferroce {
+    type Data = DeviceData;
+    type UContextData = ();
+    const DRIVER_ID: u32 = DRIVER_ID;
+    const ABI_VERSION: u32 = ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<DeviceAttr> {
+        udata.require_no_input()?;
+        let mac = dev.netdev(PORT).and_then(|nd| nd.mac_address()).unwrap_or([0; 6]);
+        Ok(DeviceAttr {
+            sys_image_guid: guid::from_mac(mac),
+            max_mr_size: limits::MAX_MR_SIZE,
+            page_size_cap: kernel::page::PAGE_SIZE as u64,
+            vendor_id: 0xffffff,
+            device_cap_flags: device_cap::PORT_ACTIVE_EVENT | device_cap::SYS_IMAGE_GUID,
+            allow_user_unregister: true,
+            max_qp: limits::MAX_QP,
+            max_qp_wr: limits::MAX_QP_WR,
+            max_send_sge: limits::MAX_SGE,
+            max_recv_sge: limits::MAX_SGE,
+            max_sge_rd: limits::MAX_SGE_RD,
+            max_cq: limits::MAX_CQ,
+            max_cqe: limits::MAX_CQE,
+            max_mr: limits::MAX_MR,
+            max_pd: limits::MAX_PD,
+            max_qp_rd_atom: limits::MAX_QP_RD_ATOM,
+            max_res_rd_atom: limits::MAX_RES_RD_ATOM,
+            max_qp_init_rd_atom: limits::MAX_QP_RD_ATOM,
+            atomic_cap: Some(AtomicCap::Hca),
+            max_ah: limits::MAX_AH,
+            max_srq: limits::MAX_SRQ,
+            max_srq_wr: limits::MAX_SRQ_WR,
+            max_srq_sge: limits::MAX_SGE,
+            max_fast_reg_page_list_len: limits::MAX_FAST_REG_PAGES,
+            max_pkeys: limits::PKEY_TBL_LEN,
+            local_ca_ack_delay: limits::LOCAL_CA_ACK_DELAY,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {
+        check_port(port)?;
+        let netdev = dev.netdev(port).ok_or(ENODEV)?;
+        let (state, phys_state) = if port_is_active(&netdev) {
+            (PortState::Active, PhysState::LinkUp)
+        } else if netdev.is_running() {
+            (PortState::Down, PhysState::Polling)
+        } else {
+            (PortState::Down, PhysState::Disabled)
+        };
+        let active_mtu = limits::path_mtu_bytes(netdev.mtu())
+            .and_then(Mtu::fitting)
+            .unwrap_or(Mtu::Mtu256);
+        let (active_speed, active_width) = dev.eth_speed(port)?;
+        Ok(PortAttr {
+            state,
+            phys_state,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu,
+            phys_mtu: netdev.mtu(),
+            gid_tbl_len: limits::GID_TBL_LEN,
+            port_cap_flags: 0,
+            max_msg_sz: limits::MAX_MSG_SZ,
+            pkey_tbl_len: limits::PKEY_TBL_LEN,
+            max_vl_num: 1,
+            active_speed,
+            active_width,
+        })
+    }
+
+    fn get_port_immutable(_dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
+        check_port(port)?;
+        Ok(PortImmutable::roce_v2(limits::PKEY_TBL_LEN.into(), limits::GID_TBL_LEN))
+    }
+
+    fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        check_port(port)?;
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(limits::DEFAULT_PKEY)
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
+        udata.require_no_input()
+    }
+}
+
+impl link::Link for Ferroce {
+    const TYPE: &'static CStr = c_str!("ferroce");
+
+    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+        if !netdev.is_plain_ethernet() {
+            pr_err!("{}: {} is not an Ethernet device\n", name, netdev.name());
+            return Err(EINVAL);
+        }
+        let mac = netdev.mac_address().ok_or(EINVAL)?;
+        if Device::<Ferroce>::get_by_netdev(netdev).is_some() {
+            pr_err!("{}: {} already has a ferroce device\n", name, netdev.name());
+            return Err(EEXIST);
+        }
+        let mut desc = [0u8; 64];
+        let text = format_node_desc(&mut desc, netdev.name().as_bytes());
+        let params = DeviceParams {
+            name,
+            netdev,
+            node_guid: guid::from_mac(mac),
+            node_desc: text,
+            num_comp_vectors: 1,
+        };
+        let data = DeviceData { port_active: AtomicBool::new(false) };
+        match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
+            // ib_core's "name taken" is ENFILE; say what happened.
+            Err(e) if e == ENFILE => return Err(EEXIST),
+            r => r?,
+        }
+        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+            dev.data().sync_port_state(&dev, netdev);
+        }
+        pr_info!("{}: RoCEv2 device on {}\n", name, netdev.name());
+        Ok(())
+    }
+}
+
+/// "ferroce <netdev>", as the node description (`FERROCE_NODE_DESC`).
+fn format_node_desc<'a>(buf: &'a mut [u8; 64], netdev: &[u8]) -> &'a [u8] {
+    const PREFIX: &[u8] = b"ferroce ";
+    let n = (PREFIX.len() + netdev.len()).min(buf.len() - 1);
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    buf[PREFIX.len()..n].copy_from_slice(&netdev[..n - PREFIX.len()]);
+    &buf[..n]
+}

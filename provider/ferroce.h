@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * ferroce: the rdma-core provider of the ferroce software RoCEv2 device.
+ */
+#ifndef FERROCE_H
+#define FERROCE_H
+
+#include <infiniband/driver.h>
+
+struct ferroce_device {
+	struct verbs_device ibv_dev;
+};
+
+struct ferroce_context {
+	struct verbs_context ibv_ctx;
+};
+
+static inline struct ferroce_context *to_fctx(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct ferroce_context, ibv_ctx.context);
+}
+
+static inline struct ferroce_device *to_fdev(struct ibv_device *ibdev)
+{
+	return container_of(ibdev, struct ferroce_device, ibv_dev.device);
+}
+
+#endif /* FERROCE_H */

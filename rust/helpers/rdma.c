@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#if IS_ENABLED(CONFIG_INFINIBAND)
+
+#include <rdma/ib_verbs.h>
+
+int rust_helper_ib_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, src, len);
+}
+
+int rust_helper_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dest, udata, len);
+}
+
+bool rust_helper_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len)
+{
+	return ib_is_udata_cleared(udata, offset, len);
+}
+#endif /* CONFIG_INFINIBAND */

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA (InfiniBand/RoCE) device drivers.
+//!
+//! A driver implements [`device::Driver`], whose methods map to `struct ib_device_ops`, and
+//! registers devices with [`device::Device::register`]. ib_core allocates the device and the
+//! per-object structures; the driver's data lives inside those allocations, initialised in
+//! place by this layer and dropped when ib_core frees them. Soft-RoCE drivers create devices
+//! from `rdma link add` through [`link::Registration`].
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
+
+pub mod attr;
+pub mod device;
+pub mod link;
+pub mod ucontext;
+pub mod udata;
+
+pub use attr::{device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent, PortImmutable, PortState};
+pub use device::{Device, DeviceParams, DeviceRef, Driver};
+pub use ucontext::UContext;
+pub use udata::Udata;

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices (`struct ib_device`) and the driver ops table (`struct ib_device_ops`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{
+    attr::{DeviceAttr, LinkLayer, PortAttr, PortEvent, PortImmutable},
+    ucontext::UContext,
+    udata::Udata,
+};
+use crate::{
+    bindings,
+    error::{code::*, from_result, to_result, Error, Result},
+    init::PinInit,
+    net::netdev::NetDevice,
+    str::CStr,
+    types::{ARef, Opaque},
+    ThisModule,
+};
+use core::{marker::PhantomData, mem::size_of, ops::Deref, ptr::NonNull};
+use macros::vtable;
+
+/// An RDMA driver: its per-device data and the verbs it implements.
+///
+/// Each method maps to the `struct ib_device_ops` member of the same name; only the methods a
+/// driver implements are filled in, so ib_core reports the others as unsupported. ib_core
+/// serialises nothing for the driver: methods may run concurrently on any CPU.
+///
+/// `DRIVER_ID` must be unique to the driver: devices are found again through it.
+#[vtable]
+pub trait Driver: Sized + 'static {
+    /// Data the driver keeps in each device.
+    type Data: Send + Sync;
+    /// Data the driver keeps in each user context.
+    type UContextData: Send + Sync;
+    /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
+    const DRIVER_ID: bindings::rdma_driver_id;
+    /// The uverbs ABI version the driver's provider must match.
+    const ABI_VERSION: u32;
+
+    /// Reports the device attributes (`query_device`).
+    fn query_device(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<DeviceAttr>;
+
+    /// Reports the attributes of `port` (`query_port`).
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+
+    /// Reports the fixed properties of `port` (`get_port_immutable`).
+    fn get_port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// Reports the link layer under `port` (`get_link_layer`); ib_core assumes InfiniBand when
+    /// a driver does not say.
+    fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Returns entry `index` of the P_Key table of `port` (`query_pkey`).
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+
+    /// Creates the driver data of a new user context (`alloc_ucontext`).
+    fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut Udata<'_>) -> Result<Self::UContextData> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// Parameters of a new device.
+pub struct DeviceParams<'a> {
+    /// The device name (`rdma link add NAME`).
+    pub name: &'a CStr,
+    /// The net device the single port is bound to.
+    pub netdev: &'a NetDevice,
+    /// Node GUID, host byte order.
+    pub node_guid: u64,
+    /// Node description (truncated to 63 bytes).
+    pub node_desc: &'a [u8],
+    /// Number of completion vectors.
+    pub num_comp_vectors: u32,
+}
+
+/// An RDMA device with the driver's data in the same allocation.
+///
+/// Devices are allocated by ib_core (`_ib_alloc_device`) and, once registered, owned by it: ib_core
+/// frees them after unregistration, calling back into this layer (`dealloc_driver`) to drop
+/// `data`. Drivers see devices only as `&Device<T>` inside ops and as [`DeviceRef`]s.
+///
+/// # Invariants
+///
+/// `ib` is the first field (ib_core requires `struct ib_device` at offset 0). `data` is
+/// initialised whenever `ib.ops.dealloc_driver` is set, which happens only here.
+#[repr(C)]
+pub struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    data: T::Data,
+}
+
+// SAFETY: ib_core calls device ops from any thread; `T::Data` is `Send + Sync`.
+unsafe impl<T: Driver> Send for Device<T> {}
+// SAFETY: See `Send`.
+unsafe impl<T: Driver> Sync for Device<T> {}
+
+impl<T: Driver> Device<T> {
+    /// # Safety
+    ///
+    /// `raw` must point to the `ib_device` of a live `Device<T>` that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of a `repr(C)` struct.
+        unsafe { &*raw.cast() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The driver's data.
+    pub fn data(&self) -> &T::Data {
+        &self.data
+    }
+
+    /// The device name.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `name` is a NUL-terminated array set at registration.
+        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// The net device bound to `port`, if it is still bound.
+    pub fn netdev(&self, port: u32) -> Option<ARef<NetDevice>> {
+        // SAFETY: The device is alive; the returned netdev (if any) is held for us.
+        let nd = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
+        // SAFETY: `ib_device_get_netdev` returned a reference that we now own.
+        NonNull::new(nd).map(|nd| unsafe { ARef::from_raw(nd.cast()) })
+    }
+
+    /// The speed and width of the Ethernet link under `port` (`ib_get_eth_speed`).
+    ///
+    /// Takes RTNL: must not be called from a netdev notifier.
+    pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: The device is alive; the out-pointers are valid.
+        to_result(unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Tells ib_core's event handlers (and user space's async event queues) about `port`.
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
+        let ev = bindings::ib_event {
+            device: self.as_raw(),
+            element: bindings::ib_event__bindgen_ty_1 { port_num: port },
+            event: event as u32,
+        };
+        // SAFETY: `ev` is valid for the call; the device is registered or being registered.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
+    /// Starts unregistering the device; ib_core finishes (and frees it) from a work item.
+    ///
+    /// Safe from a netdev notifier, under RTNL.
+    pub fn unregister_queued(&self) {
+        // SAFETY: The device is alive.
+        unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+
+    /// Unregisters and frees every device of this driver; returns when they are gone.
+    pub fn unregister_all() {
+        // SAFETY: Safe to call at any time; it waits for concurrent unregistrations.
+        unsafe { bindings::ib_unregister_driver(T::DRIVER_ID) };
+    }
+
+    /// Finds the registered device bound to `netdev`.
+    pub fn get_by_netdev(netdev: &NetDevice) -> Option<DeviceRef<T>> {
+        // SAFETY: `netdev` is valid; a non-null result is a held registration reference.
+        let raw = unsafe { bindings::ib_device_get_by_netdev(netdev.as_raw(), T::DRIVER_ID) };
+        DeviceRef::new(raw)
+    }
+
+    /// Finds the registered device called `name`, of this driver only.
+    pub fn get_by_name(name: &CStr) -> Option<DeviceRef<T>> {
+        // SAFETY: `name` is NUL-terminated; a non-null result is a held registration reference.
+        let raw = unsafe { bindings::ib_device_get_by_name(name.as_char_ptr(), T::DRIVER_ID) };
+        DeviceRef::new(raw)
+    }
+
+    /// Allocates, initialises and registers a device.
+    ///
+    /// On success ib_core owns the device until it is unregistered (by `rdma link delete`,
+    /// [`Device::unregister_queued`] or [`Device::unregister_all`]).
+    pub fn register(
+        module: &'static ThisModule,
+        params: &DeviceParams<'_>,
+        data: impl PinInit<T::Data, Error>,
+    ) -> Result {
+        // SAFETY: Allocates a zeroed, initialised `ib_device` followed by room for `data`.
+        let raw = unsafe { bindings::_ib_alloc_device(size_of::<Self>()) };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        let this = raw.cast::<Self>();
+        // SAFETY: `data` is uninitialised memory inside the allocation, never moved (ib_core
+        // allocations do not move).
+        if let Err(e) = unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*this).data)) } {
+            // SAFETY: `dealloc_driver` is not set yet, so nothing reads `data`.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
+        // SAFETY: `raw` is valid and not yet visible to anybody else. From here on `data` is
+        // initialised and `dealloc_driver` drops it, on every path that frees the device.
+        unsafe {
+            bindings::ib_set_device_ops(raw, &Self::OPS);
+            (*raw).ops.owner = module.as_ptr();
+            (*raw).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*raw).phys_port_cnt = 1;
+            (*raw).num_comp_vectors = params.num_comp_vectors.max(1) as i32;
+            (*raw).node_guid = params.node_guid.to_be();
+            let desc = &mut (*raw).node_desc;
+            let n = params.node_desc.len().min(desc.len() - 1);
+            for (d, s) in desc.iter_mut().zip(&params.node_desc[..n]) {
+                *d = *s as _;
+            }
+            // The netdev's parent (e.g. a virtio NIC) makes the device's sysfs `device/net/`
+            // name the netdev, as for hardware RoCE devices.
+            (*raw).__bindgen_anon_1.dev.parent = params.netdev.parent_raw();
+        }
+        // SAFETY: `raw` is a valid, unregistered device; the netdev is valid.
+        let ret = unsafe { bindings::ib_device_set_netdev(raw, params.netdev.as_raw(), 1) };
+        // SAFETY: The name is NUL-terminated. A NULL DMA device selects ib_core's virtual DMA.
+        let ret = to_result(ret).and_then(|()| {
+            to_result(unsafe {
+                bindings::ib_register_device(raw, params.name.as_char_ptr(), core::ptr::null_mut())
+            })
+        });
+        if let Err(e) = ret {
+            // SAFETY: Registration failed, so the device is still ours to free; this calls
+            // `dealloc_driver`, which drops `data`.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
+        driver_id: T::DRIVER_ID,
+        uverbs_abi_ver: T::ABI_VERSION,
+        alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+            Some(Adapter::<T>::alloc_ucontext)
+        } else {
+            None
+        },
+        dealloc_driver: Some(Adapter::<T>::dealloc_driver),
+        dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+            Some(Adapter::<T>::dealloc_ucontext)
+        } else {
+            None
+        },
+        get_link_layer: if T::HAS_GET_LINK_LAYER {
+            Some(Adapter::<T>::get_link_layer)
+        } else {
+            None
+        },
+        get_port_immutable: Some(Adapter::<T>::get_port_immutable),
+        query_device: Some(Adapter::<T>::query_device),
+        query_pkey: Some(Adapter::<T>::query_pkey),
+        query_port: Some(Adapter::<T>::query_port),
+        size_ib_ucontext: size_of::<UContext<T>>(),
+        // SAFETY: All other members are nullable pointers and integers, for which zero means
+        // "not implemented".
+        ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+    };
+}
+
+/// A held reference to a registered device: it cannot finish unregistering until dropped.
+///
+/// # Invariants
+///
+/// `ptr` is a `Device<T>` on which `ib_device_try_get` succeeded (by a lookup function).
+pub struct DeviceRef<T: Driver> {
+    ptr: NonNull<Device<T>>,
+    _t: PhantomData<T>,
+}
+
+impl<T: Driver> DeviceRef<T> {
+    fn new(raw: *mut bindings::ib_device) -> Option<Self> {
+        let ptr = NonNull::new(raw)?;
+        // Only devices registered through `Device::<T>::register` carry this callback; refuse
+        // anything else that might share the driver id. The address is unique here: the
+        // callback is instantiated once, in the crate that implements `T` (the kernel builds
+        // each crate as a single codegen unit).
+        // SAFETY: The device is held, so its ops are stable.
+        let theirs = unsafe { (*raw).ops.dealloc_driver }.map(|f| f as usize);
+        let ours = theirs == Some(Adapter::<T>::dealloc_driver as *const () as usize);
+        if !ours {
+            // SAFETY: Drops the reference the lookup took.
+            unsafe { bindings::ib_device_put(raw) };
+            return None;
+        }
+        // INVARIANT: A lookup function took the reference.
+        Some(Self { ptr: ptr.cast(), _t: PhantomData })
+    }
+}
+
+impl<T: Driver> Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: The held reference keeps the device from being freed.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold a reference.
+        unsafe { bindings::ib_device_put(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// The `extern "C"` callbacks of the ops table.
+struct Adapter<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// Called by ib_core for a `Device<T>` with valid `attr` and `udata` (or null udata).
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core only calls ops of a live device.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let a = T::query_device(dev, &mut udata)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_to(unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a `Device<T>` with a valid, zeroed `attr`.
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core only calls ops of a live device.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_to(unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a `Device<T>` with a valid `imm`.
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core only calls ops of a live device.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let i = T::get_port_immutable(dev, port)?;
+            // SAFETY: `imm` is valid for writes for the call.
+            i.write_to(unsafe { &mut *imm })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a `Device<T>`.
+    unsafe extern "C" fn get_link_layer(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: ib_core only calls ops of a live device.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        T::get_link_layer(dev, port) as u32
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a `Device<T>` with a valid `pkey`.
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core only calls ops of a live device.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let v = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is valid for writes for the call.
+            unsafe { *pkey = v };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed context of `size_ib_ucontext` bytes whose `device` is a
+    /// `Device<T>`.
+    unsafe extern "C" fn alloc_ucontext(
+        uctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The context's device is live for the call.
+            let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::alloc_ucontext(dev, &mut udata)?;
+            // SAFETY: The slot is inside the context allocation and uninitialised.
+            unsafe { UContext::<T>::data_slot(uctx).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for a context whose `alloc_ucontext` succeeded.
+    unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: `alloc_ucontext` initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(UContext::<T>::data_slot(uctx)) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once, as the device is freed; `data` is initialised (type invariant).
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        // SAFETY: The invariant of `Device` says `data` is initialised; this is its only drop.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data)) };
+    }
+}

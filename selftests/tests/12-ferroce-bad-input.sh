@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Bad `rdma link add` requests fail with a clear error and leave nothing
+# behind: unknown netdev, non-Ethernet netdev, VLAN, a netdev that already
+# has a ferroce device, a name in use, a name too long, a pattern name.
+. "$(dirname "$0")/../lib.sh"
+
+add_dummy fb0 10.62.0.1
+add_dummy fb1 10.62.1.1
+ferroce_add ferroce0 fb0
+
+expect_error() { # expected-text command...
+	local want=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		fail "'$*' succeeded"
+	fi
+	grep -qi "$want" <<<"$out" || fail "'$*' said '$out', expected '$want'"
+	echo "refused: $* -> $out"
+}
+
+expect_error 'No such device' rdma link add fbad type ferroce netdev nosuchdev
+expect_error 'Invalid argument' rdma link add fbad type ferroce netdev lo
+ip link add link fb1 name fb1.5 type vlan id 5 2>/dev/null &&
+	expect_error 'Invalid argument' rdma link add fbad type ferroce netdev fb1.5
+expect_error 'File exists' rdma link add ferroce1 type ferroce netdev fb0
+expect_error 'File exists' rdma link add ferroce0 type ferroce netdev fb1
+expect_error 'Invalid argument' rdma link add "$(printf 'f%.0s' $(seq 1 80))" type ferroce netdev fb1
+expect_error 'Invalid argument' rdma link add 'ferroce%d' type ferroce netdev fb1
+
+# A name taken by another driver's device.
+rdma link add rxeb0 type rxe netdev fb1
+expect_error 'File exists' rdma link add rxeb0 type ferroce netdev fb1
+rdma link delete rxeb0
+
+[ "$(ls /sys/class/infiniband)" = ferroce0 ] || fail "left behind: $(ls /sys/class/infiniband)"
+ferroce_add ferroce1 fb1
+rdma link delete ferroce1
+rdma link delete ferroce0
+ip link del fb0
+ip link del fb1
