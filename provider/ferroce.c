@@ -50,7 +50,42 @@ static int ferroce_query_port(struct ibv_context *context, uint8_t port,
 	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
 }
 
+static struct ibv_pd *ferroce_alloc_pd(struct ibv_context *context)
+{
+	struct ibv_alloc_pd cmd = {};
+	struct ib_uverbs_alloc_pd_resp resp = {};
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int ferroce_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+
+	free(pd);
+	return 0;
+}
+
 static const struct verbs_context_ops ferroce_ctx_ops = {
+	.alloc_pd = ferroce_alloc_pd,
+	.dealloc_pd = ferroce_dealloc_pd,
 	.free_context = ferroce_free_context,
 	.query_device_ex = ferroce_query_device_ex,
 	.query_port = ferroce_query_port,

@@ -143,6 +143,7 @@ def draw_sweep(rows, path):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=d)
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("ib_write_bw BW average (MB/s)")
     ax.set_title("ib_write_bw vs message size, MTU 9000 (QEMU TCG guest)")

@@ -14,10 +14,12 @@
 pub mod attr;
 pub mod device;
 pub mod link;
+pub mod pd;
 pub mod ucontext;
 pub mod udata;
 
 pub use attr::{device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent, PortImmutable, PortState};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
+pub use pd::Pd;
 pub use ucontext::UContext;
 pub use udata::Udata;

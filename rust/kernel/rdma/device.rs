@@ -6,6 +6,7 @@
 
 use super::{
     attr::{DeviceAttr, LinkLayer, PortAttr, PortEvent, PortImmutable},
+    pd::Pd,
     ucontext::UContext,
     udata::Udata,
 };
@@ -34,6 +35,8 @@ pub trait Driver: Sized + 'static {
     type Data: Send + Sync;
     /// Data the driver keeps in each user context.
     type UContextData: Send + Sync;
+    /// Data the driver keeps in each protection domain.
+    type PdData: Send + Sync;
     /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
     const DRIVER_ID: bindings::rdma_driver_id;
     /// The uverbs ABI version the driver's provider must match.
@@ -56,6 +59,15 @@ pub trait Driver: Sized + 'static {
 
     /// Returns entry `index` of the P_Key table of `port` (`query_pkey`).
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+
+    /// Creates the driver data of a new protection domain (`alloc_pd`).
+    fn alloc_pd(_dev: &Device<Self>, _udata: &mut Udata<'_>) -> Result<Self::PdData> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as a protection domain is destroyed, before its data is dropped (`dealloc_pd`).
+    /// ib_core has checked that no object uses it any more.
+    fn dealloc_pd(_pd: &Pd<Self>) {}
 
     /// Creates the driver data of a new user context (`alloc_ucontext`).
     fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut Udata<'_>) -> Result<Self::UContextData> {
@@ -239,6 +251,16 @@ impl<T: Driver> Device<T> {
     const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
         driver_id: T::DRIVER_ID,
         uverbs_abi_ver: T::ABI_VERSION,
+        alloc_pd: if T::HAS_ALLOC_PD {
+            Some(Adapter::<T>::alloc_pd)
+        } else {
+            None
+        },
+        dealloc_pd: if T::HAS_ALLOC_PD {
+            Some(Adapter::<T>::dealloc_pd)
+        } else {
+            None
+        },
         alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
             Some(Adapter::<T>::alloc_ucontext)
         } else {
@@ -259,6 +281,7 @@ impl<T: Driver> Device<T> {
         query_device: Some(Adapter::<T>::query_device),
         query_pkey: Some(Adapter::<T>::query_pkey),
         query_port: Some(Adapter::<T>::query_port),
+        size_ib_pd: size_of::<Pd<T>>(),
         size_ib_ucontext: size_of::<UContext<T>>(),
         // SAFETY: All other members are nullable pointers and integers, for which zero means
         // "not implemented".
@@ -401,6 +424,39 @@ impl<T: Driver> Adapter<T> {
             unsafe { *pkey = v };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed PD of `size_ib_pd` bytes whose `device` is a `Device<T>`.
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The PD's device is live for the call.
+            let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::alloc_pd(dev, &mut udata)?;
+            // SAFETY: The slot is inside the PD allocation and uninitialised.
+            unsafe { Pd::<T>::data_slot(pd).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for a PD whose `alloc_pd` succeeded and that nothing uses.
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `alloc_pd` initialised the PD; it is alive until we return.
+        T::dealloc_pd(unsafe { Pd::<T>::from_raw(pd) });
+        // SAFETY: `alloc_pd` initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Pd::<T>::data_slot(pd)) };
+        0
     }
 
     /// # Safety

@@ -7,14 +7,17 @@ use kernel::{
     net::netdev::NetDevice,
     prelude::*,
     rdma::{
-        self, device_cap, link, AtomicCap, Device, DeviceAttr, DeviceParams, LinkLayer, Mtu, PhysState,
-        PortAttr, PortEvent, PortImmutable, PortState, Udata,
+        self, device_cap, link, AtomicCap, Device, DeviceAttr, DeviceParams, LinkLayer, Mtu, Pd,
+        PhysState, PortAttr, PortEvent, PortImmutable, PortState, Udata,
     },
     c_str,
     str::CStr,
 };
 
-use crate::{guid, limits};
+use crate::{
+    count::{LimitReached, ObjectCount},
+    guid, limits,
+};
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
 const DRIVER_ID: u32 = 64;
@@ -30,6 +33,14 @@ pub(crate) struct Ferroce;
 pub(crate) struct DeviceData {
     /// The port state last reported to ib_core (events are sent on changes only).
     port_active: AtomicBool,
+    /// Protection domains in existence.
+    pds: ObjectCount,
+}
+
+impl From<LimitReached> for Error {
+    fn from(_: LimitReached) -> Error {
+        ENOMEM
+    }
 }
 
 impl DeviceData {
@@ -60,6 +71,7 @@ fn check_port(port: u32) -> Result {
 impl rdma::Driver for Ferroce {
     type Data = DeviceData;
     type UContextData = ();
+    type PdData = ();
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -144,6 +156,15 @@ impl rdma::Driver for Ferroce {
         Ok(limits::DEFAULT_PKEY)
     }
 
+    fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
+        udata.require_no_input()?;
+        Ok(dev.data().pds.take(limits::MAX_PD)?)
+    }
+
+    fn dealloc_pd(pd: &Pd<Self>) {
+        pd.device().data().pds.put();
+    }
+
     fn alloc_ucontext(_dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
         udata.require_no_input()
     }
@@ -171,7 +192,7 @@ impl link::Link for Ferroce {
             node_desc: text,
             num_comp_vectors: 1,
         };
-        let data = DeviceData { port_active: AtomicBool::new(false) };
+        let data = DeviceData { port_active: AtomicBool::new(false), pds: ObjectCount::new() };
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.
             Err(e) if e == ENFILE => return Err(EEXIST),

@@ -13,6 +13,7 @@ use kernel::{
     rdma::{self, link},
 };
 
+mod count;
 mod device;
 mod guid;
 mod limits;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../../count.rs"]
+mod count;
 #[path = "../../guid.rs"]
 mod guid;
 #[path = "../../limits.rs"]
@@ -11,7 +13,7 @@ mod limits;
 
 #[cfg(test)]
 mod tests {
-    use super::{guid, limits};
+    use super::{count, guid, limits};
 
     #[test]
     fn guid_is_modified_eui64() {
@@ -32,6 +34,31 @@ mod tests {
         assert_eq!(limits::path_mtu_bytes(256 + limits::ROCE_OVERHEAD), Some(256));
         assert_eq!(limits::path_mtu_bytes(255 + limits::ROCE_OVERHEAD), None);
         assert_eq!(limits::path_mtu_bytes(0), None);
+    }
+
+    #[test]
+    fn object_count_stops_at_the_limit() {
+        let c = count::ObjectCount::new();
+        assert_eq!(c.take(2), Ok(()));
+        assert_eq!(c.take(2), Ok(()));
+        assert_eq!(c.take(2), Err(count::LimitReached));
+        c.put();
+        assert_eq!(c.take(2), Ok(()));
+        assert_eq!(c.take(2), Err(count::LimitReached));
+    }
+
+    #[test]
+    fn object_count_is_exact_under_contention() {
+        let c = std::sync::Arc::new(count::ObjectCount::new());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                std::thread::spawn(move || (0..1000).filter(|_| c.take(1500).is_ok()).count())
+            })
+            .collect();
+        let taken: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(taken, 1500);
+        assert_eq!(c.take(1500), Err(count::LimitReached));
     }
 
     #[test]

@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Protection domains: rdma-core's pyverbs test_pd passes; max_pd is enforced
+# (ENOMEM beyond it, and freeing makes room again); a process killed with
+# SIGKILL leaves no PD behind.
+. "$(dirname "$0")/../lib.sh"
+
+[ -d /usr/share/doc/rdma-core/tests ] || skip "python3-pyverbs tests not installed"
+T=/tmp/pyverbs-tests
+rm -rf $T
+cp -r /usr/share/doc/rdma-core/tests $T
+gunzip -f $T/*.gz 2>/dev/null || true
+
+add_dummy fpd0 10.65.0.1
+ferroce_add ferroce0 fpd0
+
+cd /tmp
+out=$(/usr/bin/python3 $T/run_tests.py --dev ferroce0 -v -k tests.test_pd. 2>&1) ||
+	{ echo "$out" | tail -30; fail "pyverbs test_pd failed"; }
+echo "$out" | grep -E ' \.\.\. |^Ran |^OK'
+
+max=$(dev_field ferroce0 max_pd)
+/usr/bin/python3 - "$max" <<'PY' || fail "max_pd not enforced"
+import errno, sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
+
+limit = int(sys.argv[1])
+ctx = Context(name="ferroce0")
+pds = []
+try:
+    while len(pds) <= limit:
+        pds.append(PD(ctx))
+except PyverbsRDMAError as e:
+    assert e.error_code == errno.ENOMEM, f"PD {len(pds) + 1}: {e}"
+assert len(pds) == limit, f"{len(pds)} PDs allocated, max_pd is {limit}"
+pds.pop().close()
+pds.append(PD(ctx))  # room again after a free
+print(f"{len(pds)} PDs, then ENOMEM, then room again after a free")
+for pd in pds:
+    pd.close()
+ctx.close()
+PY
+
+/usr/bin/python3 -c '
+import os, signal, time
+from pyverbs.device import Context
+from pyverbs.pd import PD
+ctx = Context(name="ferroce0")
+pds = [PD(ctx) for _ in range(1000)]
+print("holding", len(pds), "PDs", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+' || true
+# The process's context is torn down asynchronously after its death.
+wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' pd [0-9]*')" = " pd 0" ||
+	fail "PDs left after SIGKILL: $(rdma resource show ferroce0)"
+rdma resource show ferroce0 | grep -q ' ctx 0' || fail "contexts left: $(rdma resource show ferroce0)"
+rdma resource show ferroce0
+echo "no PD left after SIGKILL"
