@@ -5,7 +5,10 @@
 #ifndef FERROCE_H
 #define FERROCE_H
 
+#include <pthread.h>
 #include <infiniband/driver.h>
+
+#include "ferroce-ring.h"
 
 struct ferroce_device {
 	struct verbs_device ibv_dev;
@@ -14,6 +17,20 @@ struct ferroce_device {
 struct ferroce_context {
 	struct verbs_context ibv_ctx;
 };
+
+struct ferroce_cq {
+	struct verbs_cq vcq;
+	/* Serialises polling and resizing, as the ring has one consumer. */
+	pthread_spinlock_t lock;
+	void *ring;
+	size_t ring_size;
+	struct ferroce_cq_state state;
+};
+
+static inline struct ferroce_cq *to_fcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct ferroce_cq, vcq.cq);
+}
 
 static inline struct ferroce_context *to_fctx(struct ibv_context *ibctx)
 {

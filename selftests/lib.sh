@@ -124,3 +124,48 @@ port_field() {
 dev_field() {
 	ibv_devinfo -v -d "$1" | awk -v f="$2:" '$1 == f { print $2; exit }'
 }
+
+# pyverbs_suite DEV MODULE: run rdma-core's pyverbs tests of MODULE (e.g.
+# test_cq) on DEV.  Tests that fail only because they need a verb ferroce does
+# not support yet (EOPNOTSUPP, errno 95) count as skipped and are listed with
+# that reason; any other failure fails the test.
+pyverbs_suite() {
+	local dev=$1 module=$2 T=/tmp/pyverbs-tests out
+	[ -d /usr/share/doc/rdma-core/tests ] || skip "python3-pyverbs tests not installed"
+	if [ ! -d $T ]; then
+		cp -r /usr/share/doc/rdma-core/tests $T
+		gunzip -f $T/*.gz 2>/dev/null || true
+	fi
+	out=$(cd /tmp && /usr/bin/python3 $T/run_tests.py --dev "$dev" -v -k "tests.$module." 2>&1)
+	/usr/bin/python3 - "$out" <<'PY'
+import re, sys
+out = sys.argv[1]
+# unittest -v: "name (tests.module.Class.name)\nDoc ... ok" and a traceback per error.
+results = re.findall(r"^(\w+) \((tests\.[\w.]+)\)(?:\n.*?| )\.\.\. (ok|skipped.*|ERROR|FAIL)$", out, re.M)
+ran = re.search(r"^Ran (\d+) tests?", out, re.M)
+blocks = re.split(r"^={50,}\n", out, flags=re.M)
+why = {}
+for b in blocks[1:]:
+    m = re.match(r"(ERROR|FAIL): (\w+) \(", b)
+    if m:
+        why[m.group(2)] = b
+bad = 0
+for name, full, res in results:
+    if res == "ok":
+        print(f"  ok    {name}")
+    elif res.startswith("skipped"):
+        print(f"  skip  {name}: {res[len('skipped '):]}")
+    elif "Errno: 95" in why.get(name, "") or "EOPNOTSUPP" in why.get(name, ""):
+        verb = re.findall(r"PyverbsRDMAError: ([^.]*)", why[name])
+        print(f"  skip  {name}: needs a verb ferroce lacks yet ({verb[-1] if verb else 'EOPNOTSUPP'})")
+    else:
+        bad += 1
+        print(f"  FAIL  {name}\n{why.get(name, '')}")
+if not results or not ran or int(ran.group(1)) != len(results):
+    print(out)
+    print(f"parsed {len(results)} results of {ran.group(1) if ran else '?'} tests")
+    sys.exit(1)
+print(f"  {ran.group(0)}: {sum(r[2] == 'ok' for r in results)} ok")
+sys.exit(1 if bad else 0)
+PY
+}

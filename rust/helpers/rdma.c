@@ -2,7 +2,19 @@
 
 #if IS_ENABLED(CONFIG_INFINIBAND)
 
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
+
+struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
+{
+	return sg_page_iter_page(piter);
+}
+
+void *rust_helper_page_address(const struct page *page)
+{
+	return page_address(page);
+}
 
 int rust_helper_ib_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
 {

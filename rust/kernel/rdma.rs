@@ -12,14 +12,22 @@
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
 pub mod attr;
+pub mod cq;
 pub mod device;
 pub mod link;
+pub mod mmap;
+pub mod mr;
 pub mod pd;
 pub mod ucontext;
 pub mod udata;
+pub mod umem;
 
 pub use attr::{device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent, PortImmutable, PortState};
+pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
+pub use mmap::SharedBuffer;
+pub use mr::{access, Mr};
+pub use umem::Umem;
 pub use pd::Pd;
 pub use ucontext::UContext;
 pub use udata::Udata;

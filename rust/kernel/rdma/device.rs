@@ -6,6 +6,9 @@
 
 use super::{
     attr::{DeviceAttr, LinkLayer, PortAttr, PortEvent, PortImmutable},
+    cq::{Cq, CqInitAttr},
+    mmap,
+    mr::Mr,
     pd::Pd,
     ucontext::UContext,
     udata::Udata,
@@ -37,6 +40,10 @@ pub trait Driver: Sized + 'static {
     type UContextData: Send + Sync;
     /// Data the driver keeps in each protection domain.
     type PdData: Send + Sync;
+    /// Data the driver keeps in each completion queue.
+    type CqData: Send + Sync;
+    /// Data the driver keeps in each memory region.
+    type MrData: Send + Sync;
     /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
     const DRIVER_ID: bindings::rdma_driver_id;
     /// The uverbs ABI version the driver's provider must match.
@@ -68,6 +75,49 @@ pub trait Driver: Sized + 'static {
     /// Called as a protection domain is destroyed, before its data is dropped (`dealloc_pd`).
     /// ib_core has checked that no object uses it any more.
     fn dealloc_pd(_pd: &Pd<Self>) {}
+
+    /// Registers `length` bytes of user memory at `start`, addressed by peers from `iova`
+    /// (`reg_user_mr`); returns the MR's data, lkey and rkey.
+    fn reg_user_mr(
+        _pd: &Pd<Self>,
+        _start: u64,
+        _length: u64,
+        _iova: u64,
+        _access: u32,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(Self::MrData, u32, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as an MR is deregistered, before its data is dropped (`dereg_mr`).
+    fn dereg_mr(_mr: &Mr<Self>) {}
+
+    /// Creates the driver data of a new completion queue (`create_cq`) and returns it with the
+    /// number of entries the CQ really holds (at least `attr.cqe`). `uctx` is the creating
+    /// process's context, `None` for kernel users.
+    fn create_cq(
+        _dev: &Device<Self>,
+        _attr: &CqInitAttr,
+        _uctx: Option<&UContext<Self>>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(Self::CqData, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as a CQ is destroyed, before its data is dropped (`destroy_cq`). ib_core has
+    /// checked that no QP uses it any more.
+    fn destroy_cq(_cq: &Cq<Self>) {}
+
+    /// Resizes a CQ to hold at least `cqe` entries, keeping the completions not yet polled
+    /// (`resize_cq`); returns the new number of entries.
+    fn resize_cq(
+        _cq: &Cq<Self>,
+        _cqe: u32,
+        _uctx: Option<&UContext<Self>>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<u32> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates the driver data of a new user context (`alloc_ucontext`).
     fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut Udata<'_>) -> Result<Self::UContextData> {
@@ -119,7 +169,7 @@ impl<T: Driver> Device<T> {
         unsafe { &*raw.cast() }
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -266,6 +316,41 @@ impl<T: Driver> Device<T> {
         } else {
             None
         },
+        dereg_mr: if T::HAS_REG_USER_MR {
+            Some(Adapter::<T>::dereg_mr)
+        } else {
+            None
+        },
+        reg_user_mr: if T::HAS_REG_USER_MR {
+            Some(Adapter::<T>::reg_user_mr)
+        } else {
+            None
+        },
+        create_cq: if T::HAS_CREATE_CQ {
+            Some(Adapter::<T>::create_cq)
+        } else {
+            None
+        },
+        destroy_cq: if T::HAS_CREATE_CQ {
+            Some(Adapter::<T>::destroy_cq)
+        } else {
+            None
+        },
+        mmap: if T::HAS_ALLOC_UCONTEXT {
+            Some(Adapter::<T>::mmap)
+        } else {
+            None
+        },
+        mmap_free: if T::HAS_ALLOC_UCONTEXT {
+            Some(Adapter::<T>::mmap_free)
+        } else {
+            None
+        },
+        resize_cq: if T::HAS_RESIZE_CQ {
+            Some(Adapter::<T>::resize_cq)
+        } else {
+            None
+        },
         dealloc_driver: Some(Adapter::<T>::dealloc_driver),
         dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
             Some(Adapter::<T>::dealloc_ucontext)
@@ -281,6 +366,7 @@ impl<T: Driver> Device<T> {
         query_device: Some(Adapter::<T>::query_device),
         query_pkey: Some(Adapter::<T>::query_pkey),
         query_port: Some(Adapter::<T>::query_port),
+        size_ib_cq: size_of::<Cq<T>>(),
         size_ib_pd: size_of::<Pd<T>>(),
         size_ib_ucontext: size_of::<UContext<T>>(),
         // SAFETY: All other members are nullable pointers and integers, for which zero means
@@ -424,6 +510,152 @@ impl<T: Driver> Adapter<T> {
             unsafe { *pkey = v };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live PD of this driver.
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            // SAFETY: The PD is alive for the call.
+            let pd = unsafe { Pd::<T>::from_raw(pd) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let (data, lkey, rkey) =
+                T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?;
+            // SAFETY: ib_core expects a zeroed `ib_mr` (it fills in the rest).
+            let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
+            ib.lkey = lkey;
+            ib.rkey = rkey;
+            let mr = crate::alloc::KBox::new(Mr::<T> { ib: Opaque::new(ib), data }, crate::alloc::flags::GFP_KERNEL)?;
+            Ok(crate::alloc::KBox::into_raw(mr).cast())
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for an MR `reg_user_mr` returned.
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The MR is alive until we free it below.
+        T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) });
+        // SAFETY: `reg_user_mr` made it with `KBox::into_raw`; this is its only free.
+        drop(unsafe { crate::alloc::KBox::from_raw(mr.cast::<Mr<T>>()) });
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed CQ of `size_ib_cq` bytes whose `device` is a `Device<T>`;
+    /// `attrs` is null for kernel users.
+    unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The CQ's device is live for the call.
+            let dev = unsafe { Device::<T>::from_raw((*cq).device) };
+            // SAFETY: `attr` is valid for the call.
+            let a = unsafe { &*attr };
+            let attr = CqInitAttr { cqe: a.cqe, comp_vector: a.comp_vector, flags: a.flags };
+            let (uctx, mut udata) = if attrs.is_null() {
+                // SAFETY: No udata for kernel users.
+                (None, unsafe { Udata::from_raw(core::ptr::null_mut()) })
+            } else {
+                // SAFETY: A user call's bundle names the live context of the caller, whose
+                // device is `dev`; its driver udata is valid for the call.
+                unsafe {
+                    let hdr = &mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
+                    (Some(UContext::<T>::from_raw(hdr.context)), Udata::from_raw(&mut hdr.driver_udata))
+                }
+            };
+            let (data, cqe) = T::create_cq(dev, &attr, uctx, &mut udata)?;
+            Cq::<T>::set_cqe_raw(cq, cqe)?;
+            // SAFETY: The slot is inside the CQ allocation and uninitialised.
+            unsafe { Cq::<T>::data_slot(cq).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for a CQ whose `create_cq` succeeded and that nothing uses.
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `create_cq` initialised the CQ; it is alive until we return.
+        T::destroy_cq(unsafe { Cq::<T>::from_raw(cq) });
+        // SAFETY: `create_cq` initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Cq::<T>::data_slot(cq)) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live CQ of this driver.
+    unsafe extern "C" fn resize_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            let uctx = if udata.is_null() {
+                None
+            } else {
+                // SAFETY: A user call's udata is the `driver_udata` at the start of its
+                // `uverbs_attr_bundle` (what `rdma_udata_to_drv_context` relies on), which names
+                // the caller's live context.
+                Some(unsafe {
+                    UContext::<T>::from_raw(
+                        (*udata.cast::<bindings::uverbs_attr_bundle>())
+                            .__bindgen_anon_1
+                            .__bindgen_anon_1
+                            .context,
+                    )
+                })
+            };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            // SAFETY: The CQ is alive for the call.
+            let new = T::resize_cq(unsafe { Cq::<T>::from_raw(cq) }, cqe, uctx, &mut udata)?;
+            Cq::<T>::set_cqe_raw(cq, new)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live context of this driver and a VMA of its uverbs file.
+    unsafe extern "C" fn mmap(
+        uctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Forwarded from ib_core.
+        unsafe { mmap::mmap(uctx, vma) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once per mmap entry of this driver's contexts.
+    unsafe extern "C" fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: Forwarded from ib_core.
+        unsafe { mmap::mmap_free(entry) }
     }
 
     /// # Safety

@@ -23,6 +23,19 @@ pub struct UContext<T: Driver> {
 }
 
 impl<T: Driver> UContext<T> {
+    /// # Safety
+    ///
+    /// `raw` must point to the `ib_ucontext` of a live, initialised `UContext<T>` that outlives
+    /// `'a`.
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::ib_ucontext) -> &'a Self {
+        // SAFETY: `ib` is the first field of a `repr(C)` struct.
+        unsafe { &*raw.cast() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_ucontext {
+        self.ib.get()
+    }
+
     /// The driver's per-context data.
     pub fn data(&self) -> &T::UContextData {
         &self.data

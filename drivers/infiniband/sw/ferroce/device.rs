@@ -4,11 +4,15 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
+    alloc::KVVec,
     net::netdev::NetDevice,
+    new_mutex,
+    sync::Mutex,
     prelude::*,
     rdma::{
-        self, device_cap, link, AtomicCap, Device, DeviceAttr, DeviceParams, LinkLayer, Mtu, Pd,
-        PhysState, PortAttr, PortEvent, PortImmutable, PortState, Udata,
+        self, device_cap, link, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams,
+        LinkLayer, Mr, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable, PortState,
+        UContext, Udata,
     },
     c_str,
     str::CStr,
@@ -16,7 +20,9 @@ use kernel::{
 
 use crate::{
     count::{LimitReached, ObjectCount},
-    guid, limits,
+    cq, guid,
+    keys::KeyTable,
+    limits, mr,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -34,7 +40,11 @@ pub(crate) struct DeviceData {
     /// The port state last reported to ib_core (events are sent on changes only).
     port_active: AtomicBool,
     /// Protection domains in existence.
-    pds: ObjectCount,
+    pub(crate) pds: ObjectCount,
+    /// Completion queues in existence.
+    pub(crate) cqs: ObjectCount,
+    /// The memory keys of the device's MRs (their number is bounded by the table).
+    pub(crate) mr_keys: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
 }
 
 impl From<LimitReached> for Error {
@@ -72,6 +82,8 @@ impl rdma::Driver for Ferroce {
     type Data = DeviceData;
     type UContextData = ();
     type PdData = ();
+    type CqData = cq::CqData;
+    type MrData = mr::MrData;
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -165,6 +177,43 @@ impl rdma::Driver for Ferroce {
         pd.device().data().pds.put();
     }
 
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut Udata<'_>,
+    ) -> Result<(mr::MrData, u32, u32)> {
+        mr::reg_user(pd, start, length, iova, access, udata)
+    }
+
+    fn dereg_mr(mr: &Mr<Self>) {
+        mr::dereg(mr)
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        uctx: Option<&UContext<Self>>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(cq::CqData, u32)> {
+        cq::create(dev, attr, uctx, udata)
+    }
+
+    fn destroy_cq(cq: &Cq<Self>) {
+        cq::destroy(cq)
+    }
+
+    fn resize_cq(
+        cq: &Cq<Self>,
+        cqe: u32,
+        uctx: Option<&UContext<Self>>,
+        udata: &mut Udata<'_>,
+    ) -> Result<u32> {
+        cq::resize(cq, cqe, uctx, udata)
+    }
+
     fn alloc_ucontext(_dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
         udata.require_no_input()
     }
@@ -190,9 +239,16 @@ impl link::Link for Ferroce {
             netdev,
             node_guid: guid::from_mac(mac),
             node_desc: text,
-            num_comp_vectors: 1,
+            num_comp_vectors: limits::NUM_COMP_VECTORS,
         };
-        let data = DeviceData { port_active: AtomicBool::new(false), pds: ObjectCount::new() };
+        // One slot per MR plus the never-used index 0.
+        let slots = KVVec::from_elem(0u16, limits::MAX_MR as usize + 1, GFP_KERNEL)?;
+        let data = DeviceData {
+            port_active: AtomicBool::new(false),
+            pds: ObjectCount::new(),
+            cqs: ObjectCount::new(),
+            mr_keys: KBox::pin_init(new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"), GFP_KERNEL)?,
+        };
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.
             Err(e) if e == ENFILE => return Err(EEXIST),

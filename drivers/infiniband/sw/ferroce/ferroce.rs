@@ -13,10 +13,14 @@ use kernel::{
     rdma::{self, link},
 };
 
+mod abi;
 mod count;
+mod cq;
 mod device;
 mod guid;
+mod keys;
 mod limits;
+mod mr;
 mod netevent;
 
 use device::Ferroce;

@@ -15,7 +15,9 @@ pub(crate) const MAX_SGE: u32 = 32;
 pub(crate) const MAX_SGE_RD: u32 = 32;
 /// Completion queues per device.
 pub(crate) const MAX_CQ: u32 = 16384;
-/// Entries per completion queue.
+/// Completion vectors (completion events are signalled from one context).
+pub(crate) const NUM_COMP_VECTORS: u32 = 1;
+/// Entries per completion queue (requests round up to a power of two, 65536 at most).
 pub(crate) const MAX_CQE: u32 = 65535;
 /// Memory regions per device (the 24-bit index part of an lkey/rkey).
 pub(crate) const MAX_MR: u32 = 65536;

@@ -4,16 +4,20 @@
 
 #![allow(dead_code)]
 
+#[path = "../../abi.rs"]
+mod abi;
 #[path = "../../count.rs"]
 mod count;
 #[path = "../../guid.rs"]
 mod guid;
+#[path = "../../keys.rs"]
+mod keys;
 #[path = "../../limits.rs"]
 mod limits;
 
 #[cfg(test)]
 mod tests {
-    use super::{count, guid, limits};
+    use super::{abi, count, guid, keys, limits};
 
     #[test]
     fn guid_is_modified_eui64() {
@@ -59,6 +63,106 @@ mod tests {
         let taken: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(taken, 1500);
         assert_eq!(c.take(1500), Err(count::LimitReached));
+    }
+
+    /// Compiles the uapi header with the host's C compiler and checks every offset and size
+    /// the driver assumes against it.
+    #[test]
+    fn abi_matches_the_c_header() {
+        let dir = std::env::temp_dir().join(format!("ferroce-abi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("abi.c");
+        std::fs::write(
+            &src,
+            r#"
+#include <stddef.h>
+#include <stdio.h>
+#include <rdma/ferroce-abi.h>
+int main(void)
+{
+	printf("%zu %zu %zu %zu %d %zu %zu %zu %d\n",
+	       offsetof(struct ferroce_queue_ctrl, producer),
+	       offsetof(struct ferroce_queue_ctrl, consumer),
+	       offsetof(struct ferroce_queue_ctrl, notify),
+	       offsetof(struct ferroce_queue_ctrl, flags),
+	       FERROCE_QUEUE_ENTRIES, sizeof(struct ferroce_cqe),
+	       sizeof(struct ferroce_mmap_info),
+	       sizeof(struct ferroce_create_cq_resp), FERROCE_QUEUE_ERROR);
+	return 0;
+}
+"#,
+        )
+        .unwrap();
+        let include = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../../../include/uapi");
+        let exe = dir.join("abi");
+        let status = std::process::Command::new("cc")
+            .args(["-I", include, "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .expect("run cc");
+        assert!(status.success(), "the uapi header does not compile");
+        let out = std::process::Command::new(&exe).output().unwrap();
+        let got: Vec<usize> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let want = vec![
+            abi::CTRL_PRODUCER,
+            abi::CTRL_CONSUMER,
+            abi::CTRL_NOTIFY,
+            abi::CTRL_FLAGS,
+            abi::QUEUE_ENTRIES,
+            abi::CQE_SIZE,
+            abi::MmapInfo::SIZE,
+            abi::MmapInfo::SIZE,
+            abi::QUEUE_ERROR as usize,
+        ];
+        assert_eq!(got, want);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ring_sizes_and_user_indices() {
+        assert_eq!(abi::ring_entries(3, limits::MAX_CQE), Some(4));
+        assert_eq!(abi::ring_entries(65535, limits::MAX_CQE), Some(65536));
+        assert_eq!(abi::ring_entries(0, limits::MAX_CQE), None);
+        assert_eq!(abi::ring_entries(65536, limits::MAX_CQE), None);
+        assert_eq!(abi::queue_bytes(4, abi::CQE_SIZE), Some(256 + 256));
+        // The user's consumer index may lag by up to the ring size, never lead.
+        assert_eq!(abi::pending(10, 6, 4), Some(4));
+        assert_eq!(abi::pending(10, 5, 4), None);
+        assert_eq!(abi::pending(10, 11, 4), None);
+        assert_eq!(abi::pending(2, u32::MAX - 1, 4), Some(4));
+    }
+
+    #[test]
+    fn keys_are_unique_and_stale_keys_die() {
+        let mut t = keys::KeyTable::new(vec![0u16; 4]);
+        let a = t.alloc().unwrap();
+        let b = t.alloc().unwrap();
+        let c = t.alloc().unwrap();
+        assert_eq!(t.alloc(), Err(keys::TableFull), "3 keys in a table of 4 slots");
+        assert!(a >> 8 != 0 && b >> 8 != 0 && c >> 8 != 0, "index 0 is never used");
+        assert!(t.is_live(b));
+        t.free(b);
+        assert!(!t.is_live(b));
+        let b2 = t.alloc().unwrap();
+        assert_eq!(b2 >> 8, b >> 8, "the index is reused");
+        assert_ne!(b2, b, "with a new key byte");
+        t.free(b); // a stale key frees nothing
+        assert!(t.is_live(b2));
+        assert!(!t.is_live(0) && !t.is_live(0xffff_ffff));
+        // 256 reuses cycle the key byte without ever repeating the live key.
+        let mut t = keys::KeyTable::new(vec![0u16; 2]);
+        let mut prev = t.alloc().unwrap();
+        for _ in 0..600 {
+            t.free(prev);
+            let k = t.alloc().unwrap();
+            assert_ne!(k, prev);
+            prev = k;
+        }
     }
 
     #[test]

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * ferroce: the driver-specific uverbs commands, from the kernel's
+ * <rdma/ferroce-abi.h> (copied into rdma-core's kernel-headers by build).
+ */
+#ifndef FERROCE_ABI_H
+#define FERROCE_ABI_H
+
+#include <infiniband/kern-abi.h>
+#include <rdma/ferroce-abi.h>
+#include <kernel-abi/ferroce-abi.h>
+
+DECLARE_DRV_CMD(uferroce_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
+		empty, ferroce_create_cq_resp);
+DECLARE_DRV_CMD(uferroce_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		empty, ferroce_resize_cq_resp);
+
+#endif /* FERROCE_ABI_H */

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+
+//! The fast path of the ferroce provider: the queues it shares with the kernel
+//! (`include/uapi/rdma/ferroce-abi.h`), driven without system calls.
+//!
+//! A queue is a control block followed by 2^n fixed-size entries. Producer and consumer
+//! indices are free-running u32 counters on their own cache lines; each side publishes its
+//! index with a release store and reads the other's with an acquire load. The C part of the
+//! provider (`ferroce.c`) holds a [`CqState`] per CQ and calls the `ferroce_cq_*` functions.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
+pub mod layout {
+    /// `producer`.
+    pub const CTRL_PRODUCER: usize = 0;
+    /// `consumer`.
+    pub const CTRL_CONSUMER: usize = 64;
+    /// `notify`.
+    pub const CTRL_NOTIFY: usize = 128;
+    /// `flags`.
+    pub const CTRL_FLAGS: usize = 132;
+    /// `FERROCE_QUEUE_ENTRIES`.
+    pub const QUEUE_ENTRIES: usize = 256;
+    /// `FERROCE_QUEUE_ERROR`.
+    pub const QUEUE_ERROR: u32 = 1;
+    /// `FERROCE_CQ_NOTIFY_NEXT`.
+    pub const CQ_NOTIFY_NEXT: u32 = 1;
+    /// `FERROCE_CQ_NOTIFY_SOLICITED`.
+    pub const CQ_NOTIFY_SOLICITED: u32 = 2;
+}
+
+/// `struct ferroce_cqe`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cqe {
+    pub wr_id: u64,
+    pub status: u32,
+    pub opcode: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: u32,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+    pub port_num: u8,
+    pub reserved0: u8,
+    pub reserved1: [u32; 4],
+}
+
+const _: () = assert!(core::mem::size_of::<Cqe>() == 64);
+
+/// The consumer side of a CQ ring, embedded in the C provider's CQ.
+#[repr(C)]
+pub struct CqState {
+    base: *mut u8,
+    num_entries: u32,
+    /// The private consumer index: the shared copy is written, never read back.
+    consumer: u32,
+}
+
+/// Why a poll stopped early.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PollError {
+    /// The kernel marked the queue in error (a corrupted index, say).
+    QueueError,
+}
+
+impl CqState {
+    /// # Safety
+    ///
+    /// `base` must point to a mapping of a CQ ring with `num_entries` (a power of two) entries
+    /// that stays mapped while the state is used.
+    pub unsafe fn new(base: *mut u8, num_entries: u32) -> Self {
+        debug_assert!(num_entries.is_power_of_two());
+        // SAFETY: The consumer word is inside the control block.
+        let consumer = unsafe { word(base, layout::CTRL_CONSUMER) }.load(Ordering::Relaxed);
+        CqState { base, num_entries, consumer }
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: `base` maps the control block (constructor contract).
+        unsafe { word(self.base, offset) }
+    }
+
+    /// Moves up to `out.len()` completions out of the ring, oldest first.
+    pub fn poll(&mut self, out: &mut [Cqe]) -> Result<usize, PollError> {
+        if self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_ERROR != 0 {
+            return Err(PollError::QueueError);
+        }
+        let producer = self.word(layout::CTRL_PRODUCER).load(Ordering::Acquire);
+        let ready = producer.wrapping_sub(self.consumer).min(self.num_entries) as usize;
+        let n = ready.min(out.len());
+        for (i, slot) in out.iter_mut().take(n).enumerate() {
+            let index = self.consumer.wrapping_add(i as u32) & (self.num_entries - 1);
+            let at = layout::QUEUE_ENTRIES + index as usize * core::mem::size_of::<Cqe>();
+            // SAFETY: `index` < num_entries, so the entry is inside the mapping; the acquire
+            // load of `producer` orders this read after the kernel wrote it.
+            *slot = unsafe { core::ptr::read_volatile(self.base.add(at).cast::<Cqe>()) };
+        }
+        if n > 0 {
+            self.consumer = self.consumer.wrapping_add(n as u32);
+            self.word(layout::CTRL_CONSUMER).store(self.consumer, Ordering::Release);
+        }
+        Ok(n)
+    }
+
+    /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
+    /// next solicited one).
+    pub fn arm(&self, solicited_only: bool) {
+        let v = if solicited_only { layout::CQ_NOTIFY_SOLICITED } else { layout::CQ_NOTIFY_NEXT };
+        self.word(layout::CTRL_NOTIFY).store(v, Ordering::Release);
+    }
+
+    /// Switches to a new ring after a resize; the kernel copied the unpolled completions to its
+    /// start and set its producer index to their number.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CqState::new`].
+    pub unsafe fn remap(&mut self, base: *mut u8, num_entries: u32) {
+        // SAFETY: Forwarded contract.
+        *self = unsafe { CqState::new(base, num_entries) };
+    }
+}
+
+/// # Safety
+///
+/// `base + offset` must be a 4-byte aligned word of a live mapping.
+unsafe fn word<'a>(base: *mut u8, offset: usize) -> &'a AtomicU32 {
+    // SAFETY: Guaranteed by the caller; the kernel accesses the word atomically too.
+    unsafe { AtomicU32::from_ptr(base.add(offset).cast()) }
+}
+
+/// C entry point: initialises `state` for the ring at `base`.
+///
+/// # Safety
+///
+/// `state` must be writable; `base` as for [`CqState::new`].
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num_entries: u32) {
+    // SAFETY: Forwarded contract.
+    unsafe { state.write(CqState::new(base, num_entries)) };
+}
+
+/// C entry point: polls up to `max` completions into `out`; returns how many, or -1 if the
+/// kernel put the queue in error.
+///
+/// # Safety
+///
+/// `state` must be initialised and not used concurrently; `out` must hold `max` entries.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Cqe, max: i32) -> i32 {
+    if max <= 0 {
+        return 0;
+    }
+    // SAFETY: Guaranteed by the caller.
+    let (state, out) = unsafe { (&mut *state, core::slice::from_raw_parts_mut(out, max as usize)) };
+    match state.poll(out) {
+        Ok(n) => n as i32,
+        Err(PollError::QueueError) => -1,
+    }
+}
+
+/// C entry point: arms the CQ.
+///
+/// # Safety
+///
+/// `state` must be initialised.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_arm(state: *const CqState, solicited_only: i32) {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { &*state }.arm(solicited_only != 0);
+}
+
+/// C entry point: switches to the ring a resize returned.
+///
+/// # Safety
+///
+/// As for [`ferroce_cq_init`].
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_remap(state: *mut CqState, base: *mut u8, num_entries: u32) {
+    // SAFETY: Forwarded contract.
+    unsafe { (*state).remap(base, num_entries) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A ring buffer with the kernel's producer side, for tests.
+    struct Ring {
+        mem: Vec<u64>,
+        num_entries: u32,
+        producer: u32,
+    }
+
+    impl Ring {
+        fn new(num_entries: u32) -> Self {
+            let bytes = layout::QUEUE_ENTRIES + num_entries as usize * 64;
+            Ring { mem: vec![0u64; bytes / 8], num_entries, producer: 0 }
+        }
+        fn base(&mut self) -> *mut u8 {
+            self.mem.as_mut_ptr().cast()
+        }
+        /// Writes a CQE if there is room, as the kernel does.
+        fn push(&mut self, wr_id: u64) -> bool {
+            let base = self.base();
+            let consumer = unsafe { word(base, layout::CTRL_CONSUMER) }.load(Ordering::Acquire);
+            if self.producer.wrapping_sub(consumer) == self.num_entries {
+                return false;
+            }
+            let index = self.producer & (self.num_entries - 1);
+            let cqe = Cqe { wr_id, byte_len: wr_id as u32, ..Default::default() };
+            unsafe {
+                base.add(layout::QUEUE_ENTRIES + index as usize * 64).cast::<Cqe>().write_volatile(cqe)
+            };
+            self.producer = self.producer.wrapping_add(1);
+            unsafe { word(base, layout::CTRL_PRODUCER) }.store(self.producer, Ordering::Release);
+            true
+        }
+    }
+
+    #[test]
+    fn empty_ring_polls_nothing() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let mut out = [Cqe::default(); 4];
+        assert_eq!(cq.poll(&mut out), Ok(0));
+    }
+
+    #[test]
+    fn full_ring_and_wrap_around() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let mut out = [Cqe::default(); 8];
+        let mut next = 0u64;
+        let mut seen = 0u64;
+        for _round in 0..10 {
+            while r.push(next) {
+                next += 1;
+            }
+            assert_eq!(next - seen, 4, "the ring holds exactly 4");
+            let n = cq.poll(&mut out[..3]).unwrap();
+            assert_eq!(n, 3);
+            for c in &out[..n] {
+                assert_eq!(c.wr_id, seen);
+                seen += 1;
+            }
+        }
+        let n = cq.poll(&mut out).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(out[0].wr_id, seen);
+    }
+
+    #[test]
+    fn indices_wrap_past_u32_max() {
+        let mut r = Ring::new(8);
+        let start = u32::MAX - 2;
+        r.producer = start;
+        unsafe {
+            word(r.base(), layout::CTRL_PRODUCER).store(start, Ordering::Relaxed);
+            word(r.base(), layout::CTRL_CONSUMER).store(start, Ordering::Relaxed);
+        }
+        let mut cq = unsafe { CqState::new(r.base(), 8) };
+        for i in 0..6 {
+            assert!(r.push(i));
+        }
+        let mut out = [Cqe::default(); 8];
+        assert_eq!(cq.poll(&mut out), Ok(6));
+        assert_eq!(out[..6].iter().map(|c| c.wr_id).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn queue_error_stops_polling() {
+        let mut r = Ring::new(4);
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS).store(layout::QUEUE_ERROR, Ordering::Release) };
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        assert_eq!(cq.poll(&mut [Cqe::default(); 4]), Err(PollError::QueueError));
+    }
+
+    #[test]
+    fn arm_sets_the_notify_word() {
+        let mut r = Ring::new(4);
+        let cq = unsafe { CqState::new(r.base(), 4) };
+        cq.arm(true);
+        assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 2);
+        cq.arm(false);
+        assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 1);
+    }
+
+    struct SendPtr(*mut u8);
+    unsafe impl Send for SendPtr {}
+    unsafe impl Sync for SendPtr {}
+
+    #[test]
+    fn concurrent_producer_and_consumer() {
+        const N: u64 = 200_000;
+        let ring = Arc::new(std::sync::Mutex::new(Ring::new(16)));
+        let base = SendPtr(ring.lock().unwrap().base());
+        let producer = {
+            let ring = ring.clone();
+            std::thread::spawn(move || {
+                let mut next = 0;
+                while next < N {
+                    if ring.lock().unwrap().push(next) {
+                        next += 1;
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut cq = unsafe { CqState::new(base.0, 16) };
+        let mut out = [Cqe::default(); 5];
+        let mut expect = 0;
+        while expect < N {
+            let n = cq.poll(&mut out).unwrap();
+            for c in &out[..n] {
+                assert_eq!(c.wr_id, expect);
+                assert_eq!(c.byte_len, expect as u32);
+                expect += 1;
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(cq.poll(&mut out), Ok(0));
+    }
+}
