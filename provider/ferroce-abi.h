@@ -10,6 +10,10 @@
 #include <rdma/ferroce-abi.h>
 #include <kernel-abi/ferroce-abi.h>
 
+DECLARE_DRV_CMD(uferroce_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
+		empty, ferroce_create_ah_resp);
+DECLARE_DRV_CMD(uferroce_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
+		empty, ferroce_create_qp_resp);
 DECLARE_DRV_CMD(uferroce_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, ferroce_create_cq_resp);
 DECLARE_DRV_CMD(uferroce_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,

@@ -24,4 +24,24 @@ void ferroce_cq_arm(const struct ferroce_cq_state *state, int solicited_only);
 void ferroce_cq_remap(struct ferroce_cq_state *state, void *base,
 		      uint32_t num_entries);
 
+/* The producer side of a work queue (struct WqState in provider/ring). */
+struct ferroce_wq_state {
+	void *base;
+	uint32_t num_entries;
+	uint32_t wqe_size;
+	uint32_t producer;
+	uint32_t unpublished;
+};
+
+void ferroce_wq_init(struct ferroce_wq_state *state, void *base,
+		     uint32_t num_entries, uint32_t wqe_size);
+/* Write a WQE (not yet visible to the kernel): 0 or an errno. */
+int ferroce_rq_post(struct ferroce_wq_state *state, uint64_t wr_id,
+		    const struct ferroce_sge *sges, int num_sge);
+int ferroce_sq_post(struct ferroce_wq_state *state,
+		    const struct ferroce_send_wqe *header,
+		    const struct ferroce_sge *sges, int num_sge);
+/* Publish the written WQEs; 1 if the kernel asks for the doorbell. */
+int ferroce_wq_publish(struct ferroce_wq_state *state);
+
 #endif /* FERROCE_RING_H */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <infiniband/driver.h>
 #include <rdma/ferroce-abi.h>
@@ -85,6 +86,40 @@ static int ferroce_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
+static struct ibv_ah *ferroce_create_ah(struct ibv_pd *pd,
+					struct ibv_ah_attr *attr)
+{
+	struct uferroce_create_ah_resp resp = {};
+	struct ferroce_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->ah_num = resp.ah_num;
+	return &ah->ibv_ah;
+}
+
+static int ferroce_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+
+	free(to_fah(ibah));
+	return 0;
+}
+
 static struct ibv_mr *ferroce_reg_mr(struct ibv_pd *pd, void *addr,
 				     size_t length, uint64_t hca_va,
 				     int access)
@@ -125,6 +160,196 @@ static void *map_queue(struct ibv_context *context,
 {
 	return mmap(NULL, mi->size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		    context->cmd_fd, mi->offset);
+}
+
+static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
+					struct ibv_qp_init_attr *attr)
+{
+	struct uferroce_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct ferroce_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+
+	qp->sq_ring = map_queue(pd->context, &resp.sq_mi);
+	if (qp->sq_ring == MAP_FAILED)
+		goto err_destroy;
+	qp->sq_size = resp.sq_mi.size;
+	qp->rq_ring = map_queue(pd->context, &resp.rq_mi);
+	if (qp->rq_ring == MAP_FAILED) {
+		munmap(qp->sq_ring, qp->sq_size);
+		goto err_destroy;
+	}
+	qp->rq_size = resp.rq_mi.size;
+	ferroce_wq_init(&qp->sq, qp->sq_ring, resp.sq_mi.num_entries,
+			resp.sq_wqe_size);
+	ferroce_wq_init(&qp->rq, qp->rq_ring, resp.rq_mi.num_entries,
+			resp.rq_wqe_size);
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	return &qp->vqp.qp;
+
+err_destroy:
+	ret = errno;
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+static int ferroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			     int attr_mask)
+{
+	struct ibv_modify_qp cmd = {};
+
+	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+static int ferroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			    int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd = {};
+
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+static int ferroce_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct ferroce_qp *qp = to_fqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	munmap(qp->sq_ring, qp->sq_size);
+	munmap(qp->rq_ring, qp->rq_size);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}
+
+static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr)
+{
+	struct ferroce_qp *qp = to_fqp(ibqp);
+	int ret = 0;
+
+	pthread_spin_lock(&qp->rq_lock);
+	for (; wr; wr = wr->next) {
+		/* struct ibv_sge has the layout of struct ferroce_sge. */
+		ret = ferroce_rq_post(&qp->rq, wr->wr_id,
+				      (const struct ferroce_sge *)wr->sg_list,
+				      wr->num_sge);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	ferroce_wq_publish(&qp->rq);
+	pthread_spin_unlock(&qp->rq_lock);
+	return ret;
+}
+
+/* The send queue doorbell: a POST_SEND command with no work requests. */
+static int ring_sq_doorbell(struct ibv_qp *ibqp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send body;
+	} cmd = {};
+	struct ib_uverbs_post_send_resp resp;
+
+	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	cmd.hdr.in_words = sizeof(cmd) / 4;
+	cmd.hdr.out_words = sizeof(resp) / 4;
+	cmd.body.response = (uintptr_t)&resp;
+	cmd.body.qp_handle = ibqp->handle;
+	cmd.body.wqe_size = sizeof(struct ibv_send_wr);
+	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
+		return errno;
+	return 0;
+}
+
+static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *wr)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_data = wr->imm_data;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		w->wr.rdma.rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+		w->wr.atomic.compare_add = wr->wr.atomic.compare_add;
+		w->wr.atomic.swap = wr->wr.atomic.swap;
+		w->wr.atomic.rkey = wr->wr.atomic.rkey;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		w->imm_data = wr->invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+}
+
+static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad_wr)
+{
+	struct ferroce_qp *qp = to_fqp(ibqp);
+	struct ferroce_send_wqe w;
+	int ret = 0, doorbell;
+
+	pthread_spin_lock(&qp->sq_lock);
+	for (; wr; wr = wr->next) {
+		fill_send_wqe(&w, wr);
+		if (ibqp->qp_type == IBV_QPT_UD) {
+			if (!wr->wr.ud.ah) {
+				ret = EINVAL;
+				*bad_wr = wr;
+				break;
+			}
+			w.wr.ud.ah_num = to_fah(wr->wr.ud.ah)->ah_num;
+			w.wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+			w.wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
+		}
+		ret = ferroce_sq_post(&qp->sq, &w,
+				      (const struct ferroce_sge *)wr->sg_list,
+				      wr->num_sge);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	doorbell = ferroce_wq_publish(&qp->sq);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (doorbell) {
+		int db = ring_sq_doorbell(ibqp);
+
+		if (!ret)
+			ret = db;
+	}
+	return ret;
 }
 
 static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
@@ -263,13 +488,21 @@ static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 static const struct verbs_context_ops ferroce_ctx_ops = {
 	.alloc_pd = ferroce_alloc_pd,
+	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
+	.create_qp = ferroce_create_qp,
 	.dealloc_pd = ferroce_dealloc_pd,
 	.dereg_mr = ferroce_dereg_mr,
+	.destroy_ah = ferroce_destroy_ah,
 	.destroy_cq = ferroce_destroy_cq,
+	.destroy_qp = ferroce_destroy_qp,
+	.modify_qp = ferroce_modify_qp,
 	.free_context = ferroce_free_context,
 	.query_device_ex = ferroce_query_device_ex,
 	.poll_cq = ferroce_poll_cq,
+	.post_recv = ferroce_post_recv,
+	.post_send = ferroce_post_send,
+	.query_qp = ferroce_query_qp,
 	.query_port = ferroce_query_port,
 	.reg_mr = ferroce_reg_mr,
 	.req_notify_cq = ferroce_req_notify_cq,

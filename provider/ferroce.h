@@ -32,6 +32,35 @@ static inline struct ferroce_cq *to_fcq(struct ibv_cq *ibcq)
 	return container_of(ibcq, struct ferroce_cq, vcq.cq);
 }
 
+struct ferroce_qp {
+	struct verbs_qp vqp;
+	/* One producer per queue. */
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	void *sq_ring;
+	size_t sq_size;
+	void *rq_ring;
+	size_t rq_size;
+	struct ferroce_wq_state sq;
+	struct ferroce_wq_state rq;
+};
+
+static inline struct ferroce_qp *to_fqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct ferroce_qp, vqp.qp);
+}
+
+struct ferroce_ah {
+	struct ibv_ah ibv_ah;
+	/* What UD send work requests name the AH by. */
+	uint32_t ah_num;
+};
+
+static inline struct ferroce_ah *to_fah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct ferroce_ah, ibv_ah);
+}
+
 static inline struct ferroce_context *to_fctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct ferroce_context, ibv_ctx.context);

@@ -11,23 +11,28 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
+pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod object;
 pub mod pd;
+pub mod qp;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
 
 pub use attr::{device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent, PortImmutable, PortState};
+pub use ah::{AddressVector, Ah, Network};
 pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
 pub use mmap::SharedBuffer;
 pub use mr::{access, Mr};
 pub use umem::Umem;
 pub use pd::Pd;
+pub use qp::{mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType};
 pub use ucontext::UContext;
 pub use udata::Udata;

@@ -1,9 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # After all the tests, the guest kernel log holds no oops, BUG, WARNING,
-# KASAN, lockdep or hung-task report.
+# KASAN, lockdep or hung-task report, and (in the debug flavour, which has
+# kmemleak) a leak scan finds nothing.
 . "$(dirname "$0")/../lib.sh"
 
+if [ -e /sys/kernel/debug/kmemleak ] || { mountpoint -q /sys/kernel/debug ||
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null; [ -e /sys/kernel/debug/kmemleak ]; }; then
+	# Two scans: objects freed in flight show up in one scan only.
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 1
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(cat /sys/kernel/debug/kmemleak)
+	[ -z "$leaks" ] || { echo "$leaks" | head -60; fail "kmemleak reports leaks"; }
+	echo "kmemleak: no leak"
+fi
 if dmesg | grep -Eq "$KERNEL_PROBLEMS"; then
 	dmesg | grep -E -A15 "$KERNEL_PROBLEMS" | head -80
 	fail "the kernel log reports a problem"

@@ -47,6 +47,12 @@ struct ferroce_queue_ctrl {
 /* ferroce_queue_ctrl.flags */
 #define FERROCE_QUEUE_ERROR	(1U << 0)	/* the kernel stopped using it */
 #define FERROCE_QUEUE_OVERFLOW	(1U << 1)	/* CQ: a completion was lost */
+/*
+ * SQ: nothing in the kernel is watching the producer index, so new work
+ * needs the POST_SEND doorbell system call.  While it is clear (a kernel
+ * poller owns the queue) the provider only stores the producer index.
+ */
+#define FERROCE_QUEUE_NEED_WAKEUP (1U << 2)
 
 /*
  * CQ arming without a syscall: the user stores NEXT or SOLICITED in
@@ -76,11 +82,72 @@ struct ferroce_cqe {
 	__u32 reserved1[4];
 };
 
+/* A scatter/gather entry of a work request. */
+struct ferroce_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* A receive work request (RQ and SRQ): a header, then num_sge SGEs. */
+struct ferroce_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+	struct ferroce_sge sge[];
+};
+
+/*
+ * A send work request: a 64-byte header, then num_sge SGEs or, with
+ * IBV_SEND_INLINE, inline_len bytes of data.
+ */
+struct ferroce_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;		/* enum ibv_wr_opcode */
+	__u32 send_flags;	/* enum ibv_send_flags */
+	__u32 num_sge;
+	__u32 inline_len;
+	__u32 imm_data;		/* big endian; or the rkey to invalidate */
+	__u32 reserved0;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah_num;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+	} wr;
+	struct ferroce_sge sge[];
+};
+
 /* Where a queue's mapping is: mmap(cmd_fd, size, offset). */
 struct ferroce_mmap_info {
 	__aligned_u64 offset;
 	__u32 size;
 	__u32 num_entries;	/* a power of two */
+};
+
+/*
+ * A QP's queues; rq_mi is all zero when the QP receives from an SRQ.  Entry
+ * sizes are powers of two that fit the QP's SGE and inline capabilities.
+ */
+struct ferroce_create_qp_resp {
+	struct ferroce_mmap_info sq_mi;
+	struct ferroce_mmap_info rq_mi;
+	__u32 sq_wqe_size;
+	__u32 rq_wqe_size;
 };
 
 struct ferroce_create_cq_resp {
@@ -89,6 +156,15 @@ struct ferroce_create_cq_resp {
 
 struct ferroce_resize_cq_resp {
 	struct ferroce_mmap_info mi;
+};
+
+/*
+ * An address handle's number: UD send work requests name their AH by it,
+ * and the kernel looks it up (and checks it belongs to the QP's PD).
+ */
+struct ferroce_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;
 };
 
 #endif /* FERROCE_ABI_USER_H */

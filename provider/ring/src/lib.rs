@@ -28,6 +28,218 @@ pub mod layout {
     pub const CQ_NOTIFY_NEXT: u32 = 1;
     /// `FERROCE_CQ_NOTIFY_SOLICITED`.
     pub const CQ_NOTIFY_SOLICITED: u32 = 2;
+    /// `FERROCE_QUEUE_NEED_WAKEUP`.
+    pub const QUEUE_NEED_WAKEUP: u32 = 4;
+    /// `sizeof(struct ferroce_send_wqe)`.
+    pub const SEND_WQE_HEADER: usize = 64;
+    /// `sizeof(struct ferroce_recv_wqe)`.
+    pub const RECV_WQE_HEADER: usize = 16;
+    /// `IBV_SEND_INLINE`.
+    pub const SEND_INLINE: u32 = 8;
+}
+
+/// `struct ferroce_sge`, which has the layout of `struct ibv_sge`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// The producer side of a work queue (SQ or RQ), embedded in the C provider's QP.
+#[repr(C)]
+pub struct WqState {
+    base: *mut u8,
+    num_entries: u32,
+    wqe_size: u32,
+    /// The private producer index, published with a release store.
+    producer: u32,
+    /// Entries written since the last publish.
+    unpublished: u32,
+}
+
+/// Why a post failed (errno values, as `ibv_post_*` return them).
+pub mod errno {
+    /// The queue is full.
+    pub const ENOMEM: i32 = 12;
+    /// The work request does not fit the QP's capabilities.
+    pub const EINVAL: i32 = 22;
+    /// The kernel put the queue in error.
+    pub const EIO: i32 = 5;
+}
+
+impl WqState {
+    /// # Safety
+    ///
+    /// `base` must map a work queue of `num_entries` (a power of two) entries of `wqe_size`
+    /// bytes that stays mapped while the state is used.
+    pub unsafe fn new(base: *mut u8, num_entries: u32, wqe_size: u32) -> Self {
+        // SAFETY: The producer word is inside the control block.
+        let producer = unsafe { word(base, layout::CTRL_PRODUCER) }.load(Ordering::Relaxed);
+        WqState { base, num_entries, wqe_size, producer, unpublished: 0 }
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: `base` maps the control block (constructor contract).
+        unsafe { word(self.base, offset) }
+    }
+
+    /// The next free entry, if the consumer has left room.
+    fn next_slot(&mut self) -> Result<*mut u8, i32> {
+        if self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_ERROR != 0 {
+            return Err(errno::EIO);
+        }
+        let consumer = self.word(layout::CTRL_CONSUMER).load(Ordering::Acquire);
+        let next = self.producer.wrapping_add(self.unpublished);
+        if next.wrapping_sub(consumer) >= self.num_entries {
+            return Err(errno::ENOMEM);
+        }
+        let index = next & (self.num_entries - 1);
+        // SAFETY: `index` < num_entries: the entry is inside the mapping.
+        Ok(unsafe { self.base.add(layout::QUEUE_ENTRIES + index as usize * self.wqe_size as usize) })
+    }
+
+    /// Makes the written entries visible to the kernel; returns whether the kernel asks for the
+    /// doorbell system call.
+    pub fn publish(&mut self) -> bool {
+        if self.unpublished != 0 {
+            self.producer = self.producer.wrapping_add(self.unpublished);
+            self.unpublished = 0;
+            self.word(layout::CTRL_PRODUCER).store(self.producer, Ordering::Release);
+        }
+        self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_NEED_WAKEUP != 0
+    }
+
+    /// Writes a receive WQE (not yet published).
+    pub fn post_recv(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), i32> {
+        if layout::RECV_WQE_HEADER + sges.len() * 16 > self.wqe_size as usize {
+            return Err(errno::EINVAL);
+        }
+        let slot = self.next_slot()?;
+        // SAFETY: The slot holds `wqe_size` bytes, enough for the header and the SGEs.
+        unsafe {
+            slot.cast::<u64>().write_volatile(wr_id);
+            slot.add(8).cast::<u32>().write_volatile(sges.len() as u32);
+            slot.add(12).cast::<u32>().write_volatile(0);
+            for (i, sge) in sges.iter().enumerate() {
+                slot.add(layout::RECV_WQE_HEADER + i * 16).cast::<Sge>().write_volatile(*sge);
+            }
+        }
+        self.unpublished += 1;
+        Ok(())
+    }
+
+    /// Writes a send WQE (not yet published): `header` is a `struct ferroce_send_wqe` header
+    /// the caller filled in; with `IBV_SEND_INLINE` the SGEs' bytes are copied into the WQE.
+    ///
+    /// # Safety
+    ///
+    /// With `IBV_SEND_INLINE`, every SGE must describe readable memory of this process.
+    pub unsafe fn post_send(&mut self, header: &[u8; 64], sges: &[Sge]) -> Result<(), i32> {
+        let flags = u32::from_ne_bytes(header[12..16].try_into().unwrap());
+        let room = self.wqe_size as usize - layout::SEND_WQE_HEADER;
+        let inline = flags & layout::SEND_INLINE != 0;
+        let body = if inline {
+            sges.iter().map(|s| s.length as usize).sum::<usize>()
+        } else {
+            sges.len() * 16
+        };
+        if body > room {
+            return Err(errno::EINVAL);
+        }
+        let slot = self.next_slot()?;
+        // SAFETY: The slot holds `wqe_size` bytes: the header and `body` <= room bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(header.as_ptr(), slot, layout::SEND_WQE_HEADER);
+            let mut at = slot.add(layout::SEND_WQE_HEADER);
+            if inline {
+                for s in sges {
+                    core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, at, s.length as usize);
+                    at = at.add(s.length as usize);
+                }
+                slot.add(16).cast::<u32>().write_volatile(0); // num_sge
+                slot.add(20).cast::<u32>().write_volatile(body as u32); // inline_len
+            } else {
+                for s in sges {
+                    at.cast::<Sge>().write_volatile(*s);
+                    at = at.add(16);
+                }
+                slot.add(16).cast::<u32>().write_volatile(sges.len() as u32);
+                slot.add(20).cast::<u32>().write_volatile(0);
+            }
+        }
+        self.unpublished += 1;
+        Ok(())
+    }
+}
+
+/// C entry point: initialises `state` for the work queue at `base`.
+///
+/// # Safety
+///
+/// As for [`WqState::new`]; `state` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_wq_init(state: *mut WqState, base: *mut u8, num_entries: u32, wqe_size: u32) {
+    // SAFETY: Forwarded contract.
+    unsafe { state.write(WqState::new(base, num_entries, wqe_size)) };
+}
+
+/// C entry point: writes a receive WQE; 0 or an errno.
+///
+/// # Safety
+///
+/// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_rq_post(state: *mut WqState, wr_id: u64, sges: *const Sge, num_sge: i32) -> i32 {
+    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
+        return errno::EINVAL;
+    }
+    // SAFETY: Guaranteed by the caller.
+    let (st, sges) = unsafe {
+        (&mut *state, if num_sge == 0 { &[][..] } else { core::slice::from_raw_parts(sges, num_sge as usize) })
+    };
+    match st.post_recv(wr_id, sges) {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
+}
+
+/// C entry point: writes a send WQE; 0 or an errno.
+///
+/// # Safety
+///
+/// As for [`ferroce_rq_post`], and [`WqState::post_send`]'s contract; `header` points to 64
+/// bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_sq_post(state: *mut WqState, header: *const u8, sges: *const Sge, num_sge: i32) -> i32 {
+    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
+        return errno::EINVAL;
+    }
+    // SAFETY: Guaranteed by the caller.
+    let (st, header, sges) = unsafe {
+        (
+            &mut *state,
+            &*header.cast::<[u8; 64]>(),
+            if num_sge == 0 { &[][..] } else { core::slice::from_raw_parts(sges, num_sge as usize) },
+        )
+    };
+    // SAFETY: Forwarded contract.
+    match unsafe { st.post_send(header, sges) } {
+        Ok(()) => 0,
+        Err(e) => e,
+    }
+}
+
+/// C entry point: publishes the written WQEs; returns 1 if the kernel wants the doorbell.
+///
+/// # Safety
+///
+/// `state` must be initialised and not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_wq_publish(state: *mut WqState) -> i32 {
+    // SAFETY: Guaranteed by the caller.
+    i32::from(unsafe { &mut *state }.publish())
 }
 
 /// `struct ferroce_cqe`.
@@ -293,6 +505,62 @@ mod tests {
         assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 2);
         cq.arm(false);
         assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 1);
+    }
+
+    fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
+        let mut mem = vec![0u64; (layout::QUEUE_ENTRIES + (num_entries * wqe_size) as usize) / 8];
+        let st = unsafe { WqState::new(mem.as_mut_ptr().cast(), num_entries, wqe_size) };
+        (mem, st)
+    }
+
+    #[test]
+    fn recv_ring_fills_and_publishes() {
+        let (mem, mut rq) = wq(4, 64);
+        let sge = Sge { addr: 0x1000, length: 64, lkey: 0x105 };
+        for i in 0..4 {
+            rq.post_recv(i, &[sge, sge]).unwrap();
+        }
+        assert_eq!(rq.post_recv(9, &[sge]), Err(errno::ENOMEM), "a full ring refuses");
+        assert_eq!(rq.post_recv(9, &[sge; 4]), Err(errno::EINVAL), "too many SGEs for 64-byte WQEs");
+        assert!(!rq.publish());
+        let base: *const u8 = mem.as_ptr().cast();
+        assert_eq!(unsafe { word(base as *mut u8, layout::CTRL_PRODUCER) }.load(Ordering::Acquire), 4);
+        // Entry 2: wr_id 2, two SGEs.
+        let e2 = unsafe { base.add(layout::QUEUE_ENTRIES + 2 * 64) };
+        assert_eq!(unsafe { e2.cast::<u64>().read() }, 2);
+        assert_eq!(unsafe { e2.add(8).cast::<u32>().read() }, 2);
+        assert_eq!(unsafe { e2.add(32).cast::<Sge>().read() }, sge);
+        // The consumer frees room.
+        unsafe { word(base as *mut u8, layout::CTRL_CONSUMER) }.store(3, Ordering::Release);
+        rq.post_recv(10, &[]).unwrap();
+        rq.post_recv(11, &[]).unwrap();
+        rq.post_recv(12, &[]).unwrap();
+        assert_eq!(rq.post_recv(13, &[]), Err(errno::ENOMEM));
+    }
+
+    #[test]
+    fn send_inline_copies_the_data() {
+        let (mem, mut sq) = wq(2, 128);
+        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }.store(layout::QUEUE_NEED_WAKEUP, Ordering::Release);
+        let data = *b"hello, inline world";
+        let sge = Sge { addr: data.as_ptr() as u64, length: data.len() as u32, lkey: 0 };
+        let mut header = [0u8; 64];
+        header[0..8].copy_from_slice(&7u64.to_ne_bytes());
+        header[12..16].copy_from_slice(&layout::SEND_INLINE.to_ne_bytes());
+        unsafe { sq.post_send(&header, &[sge]) }.unwrap();
+        assert!(sq.publish(), "the kernel asked for the doorbell");
+        let e0 = unsafe { (mem.as_ptr() as *const u8).add(layout::QUEUE_ENTRIES) };
+        assert_eq!(unsafe { e0.add(20).cast::<u32>().read() }, data.len() as u32);
+        assert_eq!(unsafe { core::slice::from_raw_parts(e0.add(64), data.len()) }, &data);
+        let big = Sge { addr: data.as_ptr() as u64, length: 65, lkey: 0 };
+        assert_eq!(unsafe { sq.post_send(&header, &[big]) }, Err(errno::EINVAL), "65 bytes do not fit");
+    }
+
+    #[test]
+    fn queue_error_refuses_posts() {
+        let (mem, mut rq) = wq(4, 32);
+        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }.store(layout::QUEUE_ERROR, Ordering::Release);
+        assert_eq!(rq.post_recv(1, &[]), Err(errno::EIO));
     }
 
     struct SendPtr(*mut u8);

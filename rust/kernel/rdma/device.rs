@@ -5,11 +5,13 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{
+    ah::{AddressVector, Ah},
     attr::{DeviceAttr, LinkLayer, PortAttr, PortEvent, PortImmutable},
     cq::{Cq, CqInitAttr},
     mmap,
     mr::Mr,
     pd::Pd,
+    qp::{Qp, QpAttr, QpInitAttr},
     ucontext::UContext,
     udata::Udata,
 };
@@ -44,6 +46,10 @@ pub trait Driver: Sized + 'static {
     type CqData: Send + Sync;
     /// Data the driver keeps in each memory region.
     type MrData: Send + Sync;
+    /// Data the driver keeps in each address handle.
+    type AhData: Send + Sync;
+    /// Data the driver keeps in each queue pair.
+    type QpData: Send + Sync;
     /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
     const DRIVER_ID: bindings::rdma_driver_id;
     /// The uverbs ABI version the driver's provider must match.
@@ -75,6 +81,50 @@ pub trait Driver: Sized + 'static {
     /// Called as a protection domain is destroyed, before its data is dropped (`dealloc_pd`).
     /// ib_core has checked that no object uses it any more.
     fn dealloc_pd(_pd: &Pd<Self>) {}
+
+    /// Creates the driver data of a queue pair on `pd` (`create_qp`) and its number (2 to
+    /// 2^24 - 1). `init.cap` is what was asked for; the driver raises it to what it provides.
+    fn create_qp(
+        _pd: &Pd<Self>,
+        _init: &mut QpInitAttr,
+        _uctx: Option<&UContext<Self>>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(Self::QpData, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes in `mask` and maybe the state (`modify_qp`).
+    fn modify_qp(_qp: &Qp<Self>, _attr: &QpAttr, _mask: u32, _udata: &mut Udata<'_>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the QP's attributes and creation attributes (`query_qp`).
+    fn query_qp(_qp: &Qp<Self>) -> Result<(QpAttr, QpInitAttr)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`).
+    fn destroy_qp(_qp: &Qp<Self>) {}
+
+    /// The doorbell of a user QP: its send queue has new work (`post_send` with no work
+    /// requests, from the `POST_SEND` write() command of a provider).
+    fn ring_sq_doorbell(_qp: &Qp<Self>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver data of an address handle for `av` on `pd` (`create_ah` for kernel
+    /// users, `create_user_ah` for processes). `sleepable` is false when the caller is atomic.
+    fn create_ah(
+        _pd: &Pd<Self>,
+        _av: &AddressVector,
+        _sleepable: bool,
+        _udata: &mut Udata<'_>,
+    ) -> Result<Self::AhData> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as an address handle is destroyed, before its data is dropped (`destroy_ah`).
+    fn destroy_ah(_ah: &Ah<Self>) {}
 
     /// Registers `length` bytes of user memory at `start`, addressed by peers from `iova`
     /// (`reg_user_mr`); returns the MR's data, lkey and rkey.
@@ -272,6 +322,11 @@ impl<T: Driver> Device<T> {
             (*raw).phys_port_cnt = 1;
             (*raw).num_comp_vectors = params.num_comp_vectors.max(1) as i32;
             (*raw).node_guid = params.node_guid.to_be();
+            if T::HAS_RING_SQ_DOORBELL {
+                // The provider's doorbell is a POST_SEND write() with no work requests.
+                (*raw).uverbs_cmd_mask |=
+                    1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            }
             let desc = &mut (*raw).node_desc;
             let n = params.node_desc.len().min(desc.len() - 1);
             for (d, s) in desc.iter_mut().zip(&params.node_desc[..n]) {
@@ -313,6 +368,46 @@ impl<T: Driver> Device<T> {
         },
         alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
             Some(Adapter::<T>::alloc_ucontext)
+        } else {
+            None
+        },
+        create_qp: if T::HAS_CREATE_QP {
+            Some(Adapter::<T>::create_qp)
+        } else {
+            None
+        },
+        destroy_qp: if T::HAS_CREATE_QP {
+            Some(Adapter::<T>::destroy_qp)
+        } else {
+            None
+        },
+        modify_qp: if T::HAS_MODIFY_QP {
+            Some(Adapter::<T>::modify_qp)
+        } else {
+            None
+        },
+        post_send: if T::HAS_RING_SQ_DOORBELL {
+            Some(Adapter::<T>::post_send)
+        } else {
+            None
+        },
+        query_qp: if T::HAS_QUERY_QP {
+            Some(Adapter::<T>::query_qp)
+        } else {
+            None
+        },
+        create_ah: if T::HAS_CREATE_AH {
+            Some(Adapter::<T>::create_ah)
+        } else {
+            None
+        },
+        create_user_ah: if T::HAS_CREATE_AH {
+            Some(Adapter::<T>::create_ah)
+        } else {
+            None
+        },
+        destroy_ah: if T::HAS_CREATE_AH {
+            Some(Adapter::<T>::destroy_ah)
         } else {
             None
         },
@@ -366,8 +461,10 @@ impl<T: Driver> Device<T> {
         query_device: Some(Adapter::<T>::query_device),
         query_pkey: Some(Adapter::<T>::query_pkey),
         query_port: Some(Adapter::<T>::query_port),
+        size_ib_ah: size_of::<Ah<T>>(),
         size_ib_cq: size_of::<Cq<T>>(),
         size_ib_pd: size_of::<Pd<T>>(),
+        size_ib_qp: size_of::<Qp<T>>(),
         size_ib_ucontext: size_of::<UContext<T>>(),
         // SAFETY: All other members are nullable pointers and integers, for which zero means
         // "not implemented".
@@ -512,6 +609,171 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// The user context of a uverbs call, from its udata (`rdma_udata_to_drv_context`).
+    ///
+    /// # Safety
+    ///
+    /// `udata` must be null or the `driver_udata` of a live `uverbs_attr_bundle`.
+    unsafe fn uctx_of<'a>(udata: *mut bindings::ib_udata) -> Option<&'a UContext<T>> {
+        if udata.is_null() {
+            return None;
+        }
+        // SAFETY: `driver_udata` starts the bundle, whose context is the caller's, alive for
+        // the call.
+        Some(unsafe {
+            UContext::<T>::from_raw(
+                (*udata.cast::<bindings::uverbs_attr_bundle>()).__bindgen_anon_1.__bindgen_anon_1.context,
+            )
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed QP of `size_ib_qp` bytes whose `device`, `pd` and CQs are
+    /// set, a valid `init` and a valid or null `udata`.
+    unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: See above.
+            let (pd, raw_init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            let mut attr = QpInitAttr::from_raw(raw_init)?;
+            // SAFETY: See above.
+            let uctx = unsafe { Self::uctx_of(udata) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let (data, qpn) = T::create_qp(pd, &mut attr, uctx, &mut udata)?;
+            attr.write_cap(raw_init);
+            // SAFETY: The QP is ours during the op; the slot is inside its allocation.
+            unsafe {
+                (*qp).qp_num = qpn;
+                Qp::<T>::data_slot(qp).write(data);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP with a valid attribute.
+    unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            let mask = mask as u32;
+            // SAFETY: Valid for the call.
+            let a = unsafe { QpAttr::from_raw(&*attr, mask) }?;
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            // SAFETY: The QP is alive for the call.
+            T::modify_qp(unsafe { Qp::<T>::from_raw(qp) }, &a, mask, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP with valid (zeroed) output structures.
+    unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: crate::ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The QP is alive for the call.
+            let (a, i) = T::query_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+            // SAFETY: Valid for writes for the call.
+            unsafe {
+                a.write_to(&mut *attr);
+                i.write_cap(&mut *init);
+                (*init).sq_sig_type = if i.sq_sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for a QP whose `create_qp` succeeded.
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The QP is alive until we return.
+        T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+        // SAFETY: `create_qp` initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Qp::<T>::data_slot(qp)) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP; `wr` is null for a user QP's doorbell.
+    unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            if !wr.is_null() {
+                // Kernel work requests: not supported (ferroce is no kernel verbs provider).
+                // SAFETY: `bad_wr` is valid for writes.
+                unsafe { *bad_wr = wr };
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: The QP is alive for the call.
+            T::ring_sq_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed AH of `size_ib_ah` bytes whose `device` and `pd` are set.
+    unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The AH's PD is live for the call; `init` and its attribute are valid.
+            let (pd, av, sleepable) = unsafe {
+                (
+                    Pd::<T>::from_raw((*ah).pd),
+                    AddressVector::from_raw((*init).ah_attr)?,
+                    (*init).flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+                )
+            };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::create_ah(pd, &av, sleepable, &mut udata)?;
+            // SAFETY: The slot is inside the AH allocation and uninitialised.
+            unsafe { Ah::<T>::data_slot(ah).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for an AH whose create op succeeded.
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> crate::ffi::c_int {
+        // SAFETY: The AH is alive until we return.
+        T::destroy_ah(unsafe { Ah::<T>::from_raw(ah) });
+        // SAFETY: The create op initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Ah::<T>::data_slot(ah)) };
+        0
+    }
+
     /// # Safety
     ///
     /// Called by ib_core for a live PD of this driver.
@@ -534,7 +796,7 @@ impl<T: Driver> Adapter<T> {
             let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
             ib.lkey = lkey;
             ib.rkey = rkey;
-            let mr = crate::alloc::KBox::new(Mr::<T> { ib: Opaque::new(ib), data }, crate::alloc::flags::GFP_KERNEL)?;
+            let mr = crate::alloc::KBox::new(Mr::<T>::new(ib, data), crate::alloc::flags::GFP_KERNEL)?;
             Ok(crate::alloc::KBox::into_raw(mr).cast())
         })();
         match r {

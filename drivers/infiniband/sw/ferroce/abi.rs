@@ -16,6 +16,16 @@ pub(crate) const QUEUE_ENTRIES: usize = 256;
 /// `ferroce_queue_ctrl.flags`.
 pub(crate) const QUEUE_ERROR: u32 = 1 << 0;
 
+/// `ferroce_queue_ctrl.flags`: the SQ needs the POST_SEND doorbell system call.
+pub(crate) const QUEUE_NEED_WAKEUP: u32 = 1 << 2;
+
+/// `sizeof(struct ferroce_send_wqe)`: the header before the SGEs or inline data.
+pub(crate) const SEND_WQE_HEADER: usize = 64;
+/// `sizeof(struct ferroce_recv_wqe)`: the header before the SGEs.
+pub(crate) const RECV_WQE_HEADER: usize = 16;
+/// `sizeof(struct ferroce_sge)`.
+pub(crate) const SGE_SIZE: usize = 16;
+
 /// `sizeof(struct ferroce_cqe)`.
 pub(crate) const CQE_SIZE: usize = 64;
 
@@ -43,6 +53,33 @@ impl MmapInfo {
         b[12..16].copy_from_slice(&self.num_entries.to_ne_bytes());
         b
     }
+}
+
+/// `struct ferroce_create_ah_resp`.
+pub(crate) fn create_ah_resp(ah_num: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[0..4].copy_from_slice(&ah_num.to_ne_bytes());
+    b
+}
+
+/// `struct ferroce_create_qp_resp`: the SQ and RQ mappings and their entry sizes.
+pub(crate) fn create_qp_resp(sq: &MmapInfo, rq: Option<&MmapInfo>, sq_wqe: u32, rq_wqe: u32) -> [u8; 40] {
+    let mut b = [0u8; 40];
+    b[0..16].copy_from_slice(&sq.to_bytes());
+    if let Some(rq) = rq {
+        b[16..32].copy_from_slice(&rq.to_bytes());
+    }
+    b[32..36].copy_from_slice(&sq_wqe.to_ne_bytes());
+    b[36..40].copy_from_slice(&rq_wqe.to_ne_bytes());
+    b
+}
+
+/// Send and receive WQE sizes (powers of two) for the given capabilities.
+pub(crate) fn wqe_sizes(send_sge: u32, inline: u32, recv_sge: u32) -> (u32, u32) {
+    let send_body = (send_sge as usize * SGE_SIZE).max(inline as usize);
+    let send = (SEND_WQE_HEADER + send_body).next_power_of_two() as u32;
+    let recv = (RECV_WQE_HEADER + recv_sge.max(1) as usize * SGE_SIZE).next_power_of_two() as u32;
+    (send, recv)
 }
 
 /// How many entries a queue asked for `requested` entries gets: the next power of two.

@@ -6,12 +6,12 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KVVec,
     net::netdev::NetDevice,
-    new_mutex,
-    sync::Mutex,
+    new_mutex, new_spinlock,
+    sync::{Mutex, SpinLock},
     prelude::*,
     rdma::{
-        self, device_cap, link, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams,
-        LinkLayer, Mr, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable, PortState,
+        self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams,
+        LinkLayer, Mr, Mtu, Pd, PhysState, Qp, QpAttr, QpInitAttr, PortAttr, PortEvent, PortImmutable, PortState,
         UContext, Udata,
     },
     c_str,
@@ -20,7 +20,7 @@ use kernel::{
 
 use crate::{
     count::{LimitReached, ObjectCount},
-    cq, guid,
+    ah, cq, guid, qp,
     keys::KeyTable,
     limits, mr,
 };
@@ -45,6 +45,10 @@ pub(crate) struct DeviceData {
     pub(crate) cqs: ObjectCount,
     /// The memory keys of the device's MRs (their number is bounded by the table).
     pub(crate) mr_keys: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
+    /// The numbers of the device's QPs (bounded by the table: max_qp).
+    pub(crate) qpns: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
+    /// The numbers of the device's AHs (bounded by the table as well).
+    pub(crate) ah_nums: Pin<KBox<SpinLock<KeyTable<KVVec<u16>>>>>,
 }
 
 impl From<LimitReached> for Error {
@@ -84,6 +88,8 @@ impl rdma::Driver for Ferroce {
     type PdData = ();
     type CqData = cq::CqData;
     type MrData = mr::MrData;
+    type AhData = ah::AhData;
+    type QpData = qp::QpData;
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -177,6 +183,44 @@ impl rdma::Driver for Ferroce {
         pd.device().data().pds.put();
     }
 
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &mut QpInitAttr,
+        uctx: Option<&UContext<Self>>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(qp::QpData, u32)> {
+        qp::create(pd, init, uctx, udata)
+    }
+
+    fn modify_qp(q: &Qp<Self>, attr: &QpAttr, mask: u32, udata: &mut Udata<'_>) -> Result {
+        qp::modify(q, attr, mask, udata)
+    }
+
+    fn query_qp(q: &Qp<Self>) -> Result<(QpAttr, QpInitAttr)> {
+        qp::query(q)
+    }
+
+    fn destroy_qp(q: &Qp<Self>) {
+        qp::destroy(q)
+    }
+
+    fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
+        qp::doorbell(q)
+    }
+
+    fn create_ah(
+        pd: &Pd<Self>,
+        av: &AddressVector,
+        sleepable: bool,
+        udata: &mut Udata<'_>,
+    ) -> Result<ah::AhData> {
+        ah::create(pd, av, sleepable, udata)
+    }
+
+    fn destroy_ah(a: &Ah<Self>) {
+        ah::destroy(a)
+    }
+
     fn reg_user_mr(
         pd: &Pd<Self>,
         start: u64,
@@ -243,11 +287,18 @@ impl link::Link for Ferroce {
         };
         // One slot per MR plus the never-used index 0.
         let slots = KVVec::from_elem(0u16, limits::MAX_MR as usize + 1, GFP_KERNEL)?;
+        let ah_slots = KVVec::from_elem(0u16, limits::MAX_AH as usize + 1, GFP_KERNEL)?;
+        let qp_slots = KVVec::from_elem(0u16, limits::MAX_QP as usize + 1, GFP_KERNEL)?;
         let data = DeviceData {
             port_active: AtomicBool::new(false),
             pds: ObjectCount::new(),
             cqs: ObjectCount::new(),
             mr_keys: KBox::pin_init(new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"), GFP_KERNEL)?,
+            qpns: KBox::pin_init(new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"), GFP_KERNEL)?,
+            ah_nums: KBox::pin_init(
+                new_spinlock!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
+                GFP_KERNEL,
+            )?,
         };
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.

@@ -14,6 +14,7 @@ use kernel::{
 };
 
 mod abi;
+mod ah;
 mod count;
 mod cq;
 mod device;
@@ -22,6 +23,7 @@ mod keys;
 mod limits;
 mod mr;
 mod netevent;
+mod qp;
 
 use device::Ferroce;
 

@@ -13,6 +13,8 @@ pub(crate) const MAX_QP_WR: u32 = 16384;
 pub(crate) const MAX_SGE: u32 = 32;
 /// Scatter/gather entries per RDMA READ.
 pub(crate) const MAX_SGE_RD: u32 = 32;
+/// Bytes of inline data per send work request.
+pub(crate) const MAX_INLINE_DATA: u32 = 512;
 /// Completion queues per device.
 pub(crate) const MAX_CQ: u32 = 16384;
 /// Completion vectors (completion events are signalled from one context).

@@ -80,14 +80,15 @@ mod tests {
 #include <rdma/ferroce-abi.h>
 int main(void)
 {
-	printf("%zu %zu %zu %zu %d %zu %zu %zu %d\n",
+	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu\n",
 	       offsetof(struct ferroce_queue_ctrl, producer),
 	       offsetof(struct ferroce_queue_ctrl, consumer),
 	       offsetof(struct ferroce_queue_ctrl, notify),
 	       offsetof(struct ferroce_queue_ctrl, flags),
 	       FERROCE_QUEUE_ENTRIES, sizeof(struct ferroce_cqe),
 	       sizeof(struct ferroce_mmap_info),
-	       sizeof(struct ferroce_create_cq_resp), FERROCE_QUEUE_ERROR);
+	       sizeof(struct ferroce_create_cq_resp), FERROCE_QUEUE_ERROR,
+	       sizeof(struct ferroce_create_ah_resp));
 	return 0;
 }
 "#,
@@ -118,6 +119,7 @@ int main(void)
             abi::MmapInfo::SIZE,
             abi::MmapInfo::SIZE,
             abi::QUEUE_ERROR as usize,
+            abi::create_ah_resp(0).len(),
         ];
         assert_eq!(got, want);
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the send and receive rings shared with the provider, the IBTA state machine and
+//! the attributes every transition validates.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rdma::{
+        access, modify_is_ok, qp_mask as m, Pd, Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType,
+        SharedBuffer, UContext, Udata,
+    },
+    sync::Mutex,
+};
+
+use crate::{
+    abi::{self, MmapInfo},
+    device::Ferroce,
+    limits,
+};
+
+/// A work queue shared with the provider: user space produces, the kernel consumes.
+struct WorkQueue {
+    buf: SharedBuffer,
+    num_entries: u32,
+    #[expect(dead_code, reason = "read by the data path")]
+    wqe_size: u32,
+    /// The kernel's consumer index (user space's copy is informational).
+    consumer: u32,
+}
+
+impl WorkQueue {
+    fn new(uctx: &UContext<Ferroce>, num_entries: u32, wqe_size: u32) -> Result<Self> {
+        let bytes = abi::queue_bytes(num_entries, wqe_size as usize).ok_or(EINVAL)?;
+        Ok(WorkQueue { buf: SharedBuffer::new(uctx, bytes)?, num_entries, wqe_size, consumer: 0 })
+    }
+
+    fn mmap_info(&self) -> Result<MmapInfo> {
+        Ok(MmapInfo {
+            offset: self.buf.mmap_offset(),
+            size: u32::try_from(self.buf.len()).map_err(|_| EINVAL)?,
+            num_entries: self.num_entries,
+        })
+    }
+
+    /// Work posted and not yet consumed. A producer index user space moved backwards or more
+    /// than a ring ahead puts the queue in error: that process corrupted its own QP.
+    fn pending(&self) -> Result<u32> {
+        let producer = self.buf.load_acquire(abi::CTRL_PRODUCER)?;
+        match abi::pending(producer, self.consumer, self.num_entries) {
+            Some(n) => Ok(n),
+            None => {
+                self.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_ERROR)?;
+                Err(EINVAL)
+            }
+        }
+    }
+}
+
+/// The attributes `query_qp` reports, as the last `modify_qp` left them.
+struct QpShared {
+    attr: QpAttr,
+    sq: WorkQueue,
+    rq: WorkQueue,
+}
+
+/// Per-QP state.
+pub(crate) struct QpData {
+    qpn: u32,
+    init: QpInitAttr,
+    state: Pin<KBox<Mutex<QpShared>>>,
+}
+
+fn entries(wr: u32) -> Result<u32> {
+    if wr > limits::MAX_QP_WR {
+        return Err(EINVAL);
+    }
+    Ok(wr.max(1).next_power_of_two())
+}
+
+pub(crate) fn create(
+    pd: &Pd<Ferroce>,
+    init: &mut QpInitAttr,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result<(QpData, u32)> {
+    // Kernel ULPs cannot use ferroce yet (it is no kverbs provider): user QPs only.
+    let uctx = uctx.ok_or(EOPNOTSUPP)?;
+    if init.qp_type == QpType::Uc || init.create_flags != 0 || init.has_srq {
+        return Err(EOPNOTSUPP);
+    }
+    udata.require_no_input()?;
+    let cap = init.cap;
+    if cap.max_send_sge > limits::MAX_SGE
+        || cap.max_recv_sge > limits::MAX_SGE
+        || cap.max_inline_data > limits::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    let (sq_entries, rq_entries) = (entries(cap.max_send_wr)?, entries(cap.max_recv_wr)?);
+    let (sq_wqe, rq_wqe) = abi::wqe_sizes(cap.max_send_sge, cap.max_inline_data, cap.max_recv_sge);
+    let sq = WorkQueue::new(uctx, sq_entries, sq_wqe)?;
+    let rq = WorkQueue::new(uctx, rq_entries, rq_wqe)?;
+    // No kernel thread watches the send queue: every post needs the doorbell.
+    sq.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_NEED_WAKEUP)?;
+    let sge_room = |wqe: u32, header: usize| ((wqe as usize - header) / abi::SGE_SIZE) as u32;
+    init.cap = QpCap {
+        max_send_wr: sq_entries,
+        max_recv_wr: rq_entries,
+        max_send_sge: sge_room(sq_wqe, abi::SEND_WQE_HEADER).min(limits::MAX_SGE),
+        max_recv_sge: sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE),
+        max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
+    };
+    udata.write(&abi::create_qp_resp(&sq.mmap_info()?, Some(&rq.mmap_info()?), sq_wqe, rq_wqe))?;
+    let attr = QpAttr {
+        qp_state: QpState::Reset,
+        cur_qp_state: QpState::Reset,
+        path_mtu: kernel::rdma::Mtu::Mtu1024 as u32,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        qp_access_flags: 0,
+        av: None,
+        pkey_index: 0,
+        en_sqd_async_notify: 0,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 1,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        cap: init.cap,
+    };
+    let state = KBox::pin_init(new_mutex!(QpShared { attr, sq, rq }, "ferroce:qp"), GFP_KERNEL)?;
+    // Numbered last: nothing after this can fail.
+    let qpn = pd.device().data().qpns.lock().alloc().map_err(|_| ENOMEM)?;
+    Ok((QpData { qpn, init: *init, state }, qpn))
+}
+
+pub(crate) fn destroy(qp: &Qp<Ferroce>) {
+    qp.device().data().qpns.lock().free(qp.data().qpn);
+}
+
+const ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+
+/// Checks every attribute in `mask` against the limits; the state machine is checked by
+/// ib_core's table.
+fn check(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32) -> Result {
+    let bad = |cond: bool| if cond { Err(EINVAL) } else { Ok(()) };
+    if mask & (m::ALT_PATH | m::PATH_MIG_STATE | m::CAP | m::RATE_LIMIT) != 0 {
+        // Automatic path migration, QP resizing and rate limits: not supported.
+        return Err(EOPNOTSUPP);
+    }
+    if mask & m::PORT != 0 {
+        bad(attr.port_num != 1)?;
+    }
+    if mask & m::PKEY_INDEX != 0 {
+        bad(attr.pkey_index >= limits::PKEY_TBL_LEN)?;
+    }
+    if mask & m::ACCESS_FLAGS != 0 {
+        bad(attr.qp_access_flags & !ACCESS != 0)?;
+    }
+    if mask & m::AV != 0 {
+        let av = attr.av.as_ref().ok_or(EINVAL)?;
+        bad(av.port_num != 1 || u32::from(av.sgid_index) >= limits::GID_TBL_LEN || av.sl > 7)?;
+    }
+    if mask & m::PATH_MTU != 0 {
+        // No larger than what the netdev carries now.
+        let active = qp
+            .device()
+            .netdev(1)
+            .and_then(|nd| limits::path_mtu_bytes(nd.mtu()))
+            .unwrap_or(256);
+        let bytes = match attr.path_mtu {
+            1..=5 => 128u32 << attr.path_mtu,
+            _ => return Err(EINVAL),
+        };
+        bad(bytes > active)?;
+    }
+    if mask & m::TIMEOUT != 0 {
+        bad(attr.timeout > 31)?;
+    }
+    if mask & m::RETRY_CNT != 0 {
+        bad(attr.retry_cnt > 7)?;
+    }
+    if mask & m::RNR_RETRY != 0 {
+        bad(attr.rnr_retry > 7)?;
+    }
+    if mask & m::MIN_RNR_TIMER != 0 {
+        bad(attr.min_rnr_timer > 31)?;
+    }
+    if mask & m::RQ_PSN != 0 {
+        bad(attr.rq_psn > 0xff_ffff)?;
+    }
+    if mask & m::SQ_PSN != 0 {
+        bad(attr.sq_psn > 0xff_ffff)?;
+    }
+    if mask & m::DEST_QPN != 0 {
+        bad(attr.dest_qp_num > 0xff_ffff)?;
+    }
+    if mask & m::MAX_QP_RD_ATOMIC != 0 {
+        bad(u32::from(attr.max_rd_atomic) > limits::MAX_QP_RD_ATOM)?;
+    }
+    if mask & m::MAX_DEST_RD_ATOMIC != 0 {
+        bad(u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Udata<'_>) -> Result {
+    udata.require_no_input()?;
+    let data = qp.data();
+    let mut st = data.state.lock();
+    let cur = st.attr.qp_state;
+    if mask & m::CUR_STATE != 0 && attr.cur_qp_state != cur {
+        return Err(EINVAL);
+    }
+    let next = if mask & m::STATE != 0 { attr.qp_state } else { cur };
+    if !modify_is_ok(cur, next, data.init.qp_type, mask) {
+        return Err(EINVAL);
+    }
+    check(qp, attr, mask)?;
+    let a = &mut st.attr;
+    macro_rules! take {
+        ($bit:expr, $($field:ident),+) => {
+            if mask & $bit != 0 {
+                $(a.$field = attr.$field;)+
+            }
+        };
+    }
+    take!(m::PKEY_INDEX, pkey_index);
+    take!(m::PORT, port_num);
+    take!(m::QKEY, qkey);
+    take!(m::ACCESS_FLAGS, qp_access_flags);
+    take!(m::AV, av);
+    take!(m::PATH_MTU, path_mtu);
+    take!(m::TIMEOUT, timeout);
+    take!(m::RETRY_CNT, retry_cnt);
+    take!(m::RNR_RETRY, rnr_retry);
+    take!(m::MIN_RNR_TIMER, min_rnr_timer);
+    take!(m::RQ_PSN, rq_psn);
+    take!(m::SQ_PSN, sq_psn);
+    take!(m::DEST_QPN, dest_qp_num);
+    take!(m::MAX_QP_RD_ATOMIC, max_rd_atomic);
+    take!(m::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+    take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+    a.qp_state = next;
+    a.cur_qp_state = next;
+    Ok(())
+}
+
+pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
+    let data = qp.data();
+    let st = data.state.lock();
+    Ok((st.attr, data.init))
+}
+
+/// The provider posted send work. Until the data path lands nothing executes it; the doorbell
+/// validates the producer index so that a corrupted SQ is caught when it is rung.
+pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
+    let st = qp.data().state.lock();
+    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+        return Err(EINVAL);
+    }
+    st.sq.pending()?;
+    // The receive queue is checked too: both rings are the process's to corrupt.
+    st.rq.pending()?;
+    Ok(())
+}
