@@ -25,14 +25,17 @@ pub mod ucontext;
 pub mod udata;
 pub mod umem;
 
-pub use attr::{device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent, PortImmutable, PortState};
 pub use ah::{AddressVector, Ah, Network};
+pub use attr::{
+    device_cap, AtomicCap, DeviceAttr, LinkLayer, Mtu, PhysState, PortAttr, PortEvent,
+    PortImmutable, PortState,
+};
 pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
 pub use mmap::SharedBuffer;
 pub use mr::{access, Mr};
-pub use umem::Umem;
 pub use pd::Pd;
 pub use qp::{mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType};
 pub use ucontext::UContext;
 pub use udata::Udata;
+pub use umem::Umem;

@@ -77,7 +77,13 @@ impl WqState {
     pub unsafe fn new(base: *mut u8, num_entries: u32, wqe_size: u32) -> Self {
         // SAFETY: The producer word is inside the control block.
         let producer = unsafe { word(base, layout::CTRL_PRODUCER) }.load(Ordering::Relaxed);
-        WqState { base, num_entries, wqe_size, producer, unpublished: 0 }
+        WqState {
+            base,
+            num_entries,
+            wqe_size,
+            producer,
+            unpublished: 0,
+        }
     }
 
     fn word(&self, offset: usize) -> &AtomicU32 {
@@ -97,7 +103,10 @@ impl WqState {
         }
         let index = next & (self.num_entries - 1);
         // SAFETY: `index` < num_entries: the entry is inside the mapping.
-        Ok(unsafe { self.base.add(layout::QUEUE_ENTRIES + index as usize * self.wqe_size as usize) })
+        Ok(unsafe {
+            self.base
+                .add(layout::QUEUE_ENTRIES + index as usize * self.wqe_size as usize)
+        })
     }
 
     /// Makes the written entries visible to the kernel; returns whether the kernel asks for the
@@ -106,7 +115,8 @@ impl WqState {
         if self.unpublished != 0 {
             self.producer = self.producer.wrapping_add(self.unpublished);
             self.unpublished = 0;
-            self.word(layout::CTRL_PRODUCER).store(self.producer, Ordering::Release);
+            self.word(layout::CTRL_PRODUCER)
+                .store(self.producer, Ordering::Release);
         }
         self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_NEED_WAKEUP != 0
     }
@@ -123,7 +133,9 @@ impl WqState {
             slot.add(8).cast::<u32>().write_volatile(sges.len() as u32);
             slot.add(12).cast::<u32>().write_volatile(0);
             for (i, sge) in sges.iter().enumerate() {
-                slot.add(layout::RECV_WQE_HEADER + i * 16).cast::<Sge>().write_volatile(*sge);
+                slot.add(layout::RECV_WQE_HEADER + i * 16)
+                    .cast::<Sge>()
+                    .write_volatile(*sge);
             }
         }
         self.unpublished += 1;
@@ -155,7 +167,11 @@ impl WqState {
             let mut at = slot.add(layout::SEND_WQE_HEADER);
             if inline {
                 for s in sges {
-                    core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, at, s.length as usize);
+                    core::ptr::copy_nonoverlapping(
+                        s.addr as usize as *const u8,
+                        at,
+                        s.length as usize,
+                    );
                     at = at.add(s.length as usize);
                 }
                 slot.add(16).cast::<u32>().write_volatile(0); // num_sge
@@ -180,7 +196,12 @@ impl WqState {
 ///
 /// As for [`WqState::new`]; `state` must be writable.
 #[no_mangle]
-pub unsafe extern "C" fn ferroce_wq_init(state: *mut WqState, base: *mut u8, num_entries: u32, wqe_size: u32) {
+pub unsafe extern "C" fn ferroce_wq_init(
+    state: *mut WqState,
+    base: *mut u8,
+    num_entries: u32,
+    wqe_size: u32,
+) {
     // SAFETY: Forwarded contract.
     unsafe { state.write(WqState::new(base, num_entries, wqe_size)) };
 }
@@ -191,13 +212,25 @@ pub unsafe extern "C" fn ferroce_wq_init(state: *mut WqState, base: *mut u8, num
 ///
 /// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries.
 #[no_mangle]
-pub unsafe extern "C" fn ferroce_rq_post(state: *mut WqState, wr_id: u64, sges: *const Sge, num_sge: i32) -> i32 {
+pub unsafe extern "C" fn ferroce_rq_post(
+    state: *mut WqState,
+    wr_id: u64,
+    sges: *const Sge,
+    num_sge: i32,
+) -> i32 {
     if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
         return errno::EINVAL;
     }
     // SAFETY: Guaranteed by the caller.
     let (st, sges) = unsafe {
-        (&mut *state, if num_sge == 0 { &[][..] } else { core::slice::from_raw_parts(sges, num_sge as usize) })
+        (
+            &mut *state,
+            if num_sge == 0 {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(sges, num_sge as usize)
+            },
+        )
     };
     match st.post_recv(wr_id, sges) {
         Ok(()) => 0,
@@ -212,7 +245,12 @@ pub unsafe extern "C" fn ferroce_rq_post(state: *mut WqState, wr_id: u64, sges: 
 /// As for [`ferroce_rq_post`], and [`WqState::post_send`]'s contract; `header` points to 64
 /// bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ferroce_sq_post(state: *mut WqState, header: *const u8, sges: *const Sge, num_sge: i32) -> i32 {
+pub unsafe extern "C" fn ferroce_sq_post(
+    state: *mut WqState,
+    header: *const u8,
+    sges: *const Sge,
+    num_sge: i32,
+) -> i32 {
     if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
         return errno::EINVAL;
     }
@@ -221,7 +259,11 @@ pub unsafe extern "C" fn ferroce_sq_post(state: *mut WqState, header: *const u8,
         (
             &mut *state,
             &*header.cast::<[u8; 64]>(),
-            if num_sge == 0 { &[][..] } else { core::slice::from_raw_parts(sges, num_sge as usize) },
+            if num_sge == 0 {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(sges, num_sge as usize)
+            },
         )
     };
     // SAFETY: Forwarded contract.
@@ -291,7 +333,11 @@ impl CqState {
         debug_assert!(num_entries.is_power_of_two());
         // SAFETY: The consumer word is inside the control block.
         let consumer = unsafe { word(base, layout::CTRL_CONSUMER) }.load(Ordering::Relaxed);
-        CqState { base, num_entries, consumer }
+        CqState {
+            base,
+            num_entries,
+            consumer,
+        }
     }
 
     fn word(&self, offset: usize) -> &AtomicU32 {
@@ -316,7 +362,8 @@ impl CqState {
         }
         if n > 0 {
             self.consumer = self.consumer.wrapping_add(n as u32);
-            self.word(layout::CTRL_CONSUMER).store(self.consumer, Ordering::Release);
+            self.word(layout::CTRL_CONSUMER)
+                .store(self.consumer, Ordering::Release);
         }
         Ok(n)
     }
@@ -324,7 +371,11 @@ impl CqState {
     /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
     /// next solicited one).
     pub fn arm(&self, solicited_only: bool) {
-        let v = if solicited_only { layout::CQ_NOTIFY_SOLICITED } else { layout::CQ_NOTIFY_NEXT };
+        let v = if solicited_only {
+            layout::CQ_NOTIFY_SOLICITED
+        } else {
+            layout::CQ_NOTIFY_NEXT
+        };
         self.word(layout::CTRL_NOTIFY).store(v, Ordering::Release);
     }
 
@@ -371,7 +422,12 @@ pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Cqe, max
         return 0;
     }
     // SAFETY: Guaranteed by the caller.
-    let (state, out) = unsafe { (&mut *state, core::slice::from_raw_parts_mut(out, max as usize)) };
+    let (state, out) = unsafe {
+        (
+            &mut *state,
+            core::slice::from_raw_parts_mut(out, max as usize),
+        )
+    };
     match state.poll(out) {
         Ok(n) => n as i32,
         Err(PollError::QueueError) => -1,
@@ -415,7 +471,11 @@ mod tests {
     impl Ring {
         fn new(num_entries: u32) -> Self {
             let bytes = layout::QUEUE_ENTRIES + num_entries as usize * 64;
-            Ring { mem: vec![0u64; bytes / 8], num_entries, producer: 0 }
+            Ring {
+                mem: vec![0u64; bytes / 8],
+                num_entries,
+                producer: 0,
+            }
         }
         fn base(&mut self) -> *mut u8 {
             self.mem.as_mut_ptr().cast()
@@ -428,9 +488,15 @@ mod tests {
                 return false;
             }
             let index = self.producer & (self.num_entries - 1);
-            let cqe = Cqe { wr_id, byte_len: wr_id as u32, ..Default::default() };
+            let cqe = Cqe {
+                wr_id,
+                byte_len: wr_id as u32,
+                ..Default::default()
+            };
             unsafe {
-                base.add(layout::QUEUE_ENTRIES + index as usize * 64).cast::<Cqe>().write_volatile(cqe)
+                base.add(layout::QUEUE_ENTRIES + index as usize * 64)
+                    .cast::<Cqe>()
+                    .write_volatile(cqe)
             };
             self.producer = self.producer.wrapping_add(1);
             unsafe { word(base, layout::CTRL_PRODUCER) }.store(self.producer, Ordering::Release);
@@ -485,7 +551,10 @@ mod tests {
         }
         let mut out = [Cqe::default(); 8];
         assert_eq!(cq.poll(&mut out), Ok(6));
-        assert_eq!(out[..6].iter().map(|c| c.wr_id).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            out[..6].iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4, 5]
+        );
     }
 
     #[test]
@@ -494,7 +563,10 @@ mod tests {
         r.push(1);
         unsafe { word(r.base(), layout::CTRL_FLAGS).store(layout::QUEUE_ERROR, Ordering::Release) };
         let mut cq = unsafe { CqState::new(r.base(), 4) };
-        assert_eq!(cq.poll(&mut [Cqe::default(); 4]), Err(PollError::QueueError));
+        assert_eq!(
+            cq.poll(&mut [Cqe::default(); 4]),
+            Err(PollError::QueueError)
+        );
     }
 
     #[test]
@@ -502,9 +574,15 @@ mod tests {
         let mut r = Ring::new(4);
         let cq = unsafe { CqState::new(r.base(), 4) };
         cq.arm(true);
-        assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 2);
+        assert_eq!(
+            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
+            2
+        );
         cq.arm(false);
-        assert_eq!(unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire), 1);
+        assert_eq!(
+            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
+            1
+        );
     }
 
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
@@ -516,15 +594,30 @@ mod tests {
     #[test]
     fn recv_ring_fills_and_publishes() {
         let (mem, mut rq) = wq(4, 64);
-        let sge = Sge { addr: 0x1000, length: 64, lkey: 0x105 };
+        let sge = Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 0x105,
+        };
         for i in 0..4 {
             rq.post_recv(i, &[sge, sge]).unwrap();
         }
-        assert_eq!(rq.post_recv(9, &[sge]), Err(errno::ENOMEM), "a full ring refuses");
-        assert_eq!(rq.post_recv(9, &[sge; 4]), Err(errno::EINVAL), "too many SGEs for 64-byte WQEs");
+        assert_eq!(
+            rq.post_recv(9, &[sge]),
+            Err(errno::ENOMEM),
+            "a full ring refuses"
+        );
+        assert_eq!(
+            rq.post_recv(9, &[sge; 4]),
+            Err(errno::EINVAL),
+            "too many SGEs for 64-byte WQEs"
+        );
         assert!(!rq.publish());
         let base: *const u8 = mem.as_ptr().cast();
-        assert_eq!(unsafe { word(base as *mut u8, layout::CTRL_PRODUCER) }.load(Ordering::Acquire), 4);
+        assert_eq!(
+            unsafe { word(base as *mut u8, layout::CTRL_PRODUCER) }.load(Ordering::Acquire),
+            4
+        );
         // Entry 2: wr_id 2, two SGEs.
         let e2 = unsafe { base.add(layout::QUEUE_ENTRIES + 2 * 64) };
         assert_eq!(unsafe { e2.cast::<u64>().read() }, 2);
@@ -541,25 +634,45 @@ mod tests {
     #[test]
     fn send_inline_copies_the_data() {
         let (mem, mut sq) = wq(2, 128);
-        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }.store(layout::QUEUE_NEED_WAKEUP, Ordering::Release);
+        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }
+            .store(layout::QUEUE_NEED_WAKEUP, Ordering::Release);
         let data = *b"hello, inline world";
-        let sge = Sge { addr: data.as_ptr() as u64, length: data.len() as u32, lkey: 0 };
+        let sge = Sge {
+            addr: data.as_ptr() as u64,
+            length: data.len() as u32,
+            lkey: 0,
+        };
         let mut header = [0u8; 64];
         header[0..8].copy_from_slice(&7u64.to_ne_bytes());
         header[12..16].copy_from_slice(&layout::SEND_INLINE.to_ne_bytes());
         unsafe { sq.post_send(&header, &[sge]) }.unwrap();
         assert!(sq.publish(), "the kernel asked for the doorbell");
         let e0 = unsafe { (mem.as_ptr() as *const u8).add(layout::QUEUE_ENTRIES) };
-        assert_eq!(unsafe { e0.add(20).cast::<u32>().read() }, data.len() as u32);
-        assert_eq!(unsafe { core::slice::from_raw_parts(e0.add(64), data.len()) }, &data);
-        let big = Sge { addr: data.as_ptr() as u64, length: 65, lkey: 0 };
-        assert_eq!(unsafe { sq.post_send(&header, &[big]) }, Err(errno::EINVAL), "65 bytes do not fit");
+        assert_eq!(
+            unsafe { e0.add(20).cast::<u32>().read() },
+            data.len() as u32
+        );
+        assert_eq!(
+            unsafe { core::slice::from_raw_parts(e0.add(64), data.len()) },
+            &data
+        );
+        let big = Sge {
+            addr: data.as_ptr() as u64,
+            length: 65,
+            lkey: 0,
+        };
+        assert_eq!(
+            unsafe { sq.post_send(&header, &[big]) },
+            Err(errno::EINVAL),
+            "65 bytes do not fit"
+        );
     }
 
     #[test]
     fn queue_error_refuses_posts() {
         let (mem, mut rq) = wq(4, 32);
-        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }.store(layout::QUEUE_ERROR, Ordering::Release);
+        unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }
+            .store(layout::QUEUE_ERROR, Ordering::Release);
         assert_eq!(rq.post_recv(1, &[]), Err(errno::EIO));
     }
 

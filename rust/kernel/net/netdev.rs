@@ -87,7 +87,8 @@ impl NetDevice {
     /// Whether this is an Ethernet device (`ARPHRD_ETHER`), not a VLAN on top of one.
     pub fn is_plain_ethernet(&self) -> bool {
         // SAFETY: The device is valid by the type invariant.
-        self.hw_type() == bindings::ARPHRD_ETHER as u16 && !unsafe { bindings::is_vlan_dev(self.as_raw()) }
+        self.hw_type() == bindings::ARPHRD_ETHER as u16
+            && !unsafe { bindings::is_vlan_dev(self.as_raw()) }
     }
 
     /// The 6-byte MAC address of an Ethernet device, `None` for other address lengths.
@@ -212,9 +213,7 @@ impl<T: NotifierHandler> Notifier<T> {
         ptr: *mut crate::ffi::c_void,
     ) -> crate::ffi::c_int {
         // SAFETY: The chain passes a `netdev_notifier_info` whose device is alive for the call.
-        let dev = unsafe {
-            NetDevice::from_raw(bindings::netdev_notifier_info_to_dev(ptr.cast()))
-        };
+        let dev = unsafe { NetDevice::from_raw(bindings::netdev_notifier_info_to_dev(ptr.cast())) };
         T::event(Event::from_raw(event as u32), dev);
         bindings::NOTIFY_DONE as crate::ffi::c_int
     }

@@ -81,7 +81,11 @@ impl AddressVector {
             traffic_class: a.grh.traffic_class,
             // SAFETY: A RoCE attribute's union holds the `roce` member.
             dmac: unsafe { a.__bindgen_anon_1.roce.dmac },
-            network: if v4_mapped { Network::Ipv4 } else { Network::Ipv6 },
+            network: if v4_mapped {
+                Network::Ipv4
+            } else {
+                Network::Ipv6
+            },
         })
     }
 }

@@ -226,7 +226,9 @@ impl DeviceAttr {
         out.max_qp_rd_atom = int(self.max_qp_rd_atom)?;
         out.max_res_rd_atom = int(self.max_res_rd_atom)?;
         out.max_qp_init_rd_atom = int(self.max_qp_init_rd_atom)?;
-        out.atomic_cap = self.atomic_cap.map_or(bindings::ib_atomic_cap_IB_ATOMIC_NONE, |c| c as u32);
+        out.atomic_cap = self
+            .atomic_cap
+            .map_or(bindings::ib_atomic_cap_IB_ATOMIC_NONE, |c| c as u32);
         out.max_mw = int(self.max_mw)?;
         out.max_mcast_grp = int(self.max_mcast_grp)?;
         out.max_mcast_qp_attach = int(self.max_mcast_qp_attach)?;

@@ -248,7 +248,9 @@ impl<T: Driver> Device<T> {
     pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
         let (mut speed, mut width) = (0u16, 0u8);
         // SAFETY: The device is alive; the out-pointers are valid.
-        to_result(unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) })?;
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
         Ok((speed, width))
     }
 
@@ -498,7 +500,10 @@ impl<T: Driver> DeviceRef<T> {
             return None;
         }
         // INVARIANT: A lookup function took the reference.
-        Some(Self { ptr: ptr.cast(), _t: PhantomData })
+        Some(Self {
+            ptr: ptr.cast(),
+            _t: PhantomData,
+        })
     }
 }
 
@@ -622,7 +627,10 @@ impl<T: Driver> Adapter<T> {
         // the call.
         Some(unsafe {
             UContext::<T>::from_raw(
-                (*udata.cast::<bindings::uverbs_attr_bundle>()).__bindgen_anon_1.__bindgen_anon_1.context,
+                (*udata.cast::<bindings::uverbs_attr_bundle>())
+                    .__bindgen_anon_1
+                    .__bindgen_anon_1
+                    .context,
             )
         })
     }
@@ -796,7 +804,8 @@ impl<T: Driver> Adapter<T> {
             let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
             ib.lkey = lkey;
             ib.rkey = rkey;
-            let mr = crate::alloc::KBox::new(Mr::<T>::new(ib, data), crate::alloc::flags::GFP_KERNEL)?;
+            let mr =
+                crate::alloc::KBox::new(Mr::<T>::new(ib, data), crate::alloc::flags::GFP_KERNEL)?;
             Ok(crate::alloc::KBox::into_raw(mr).cast())
         })();
         match r {
@@ -833,7 +842,11 @@ impl<T: Driver> Adapter<T> {
             let dev = unsafe { Device::<T>::from_raw((*cq).device) };
             // SAFETY: `attr` is valid for the call.
             let a = unsafe { &*attr };
-            let attr = CqInitAttr { cqe: a.cqe, comp_vector: a.comp_vector, flags: a.flags };
+            let attr = CqInitAttr {
+                cqe: a.cqe,
+                comp_vector: a.comp_vector,
+                flags: a.flags,
+            };
             let (uctx, mut udata) = if attrs.is_null() {
                 // SAFETY: No udata for kernel users.
                 (None, unsafe { Udata::from_raw(core::ptr::null_mut()) })
@@ -842,7 +855,10 @@ impl<T: Driver> Adapter<T> {
                 // device is `dev`; its driver udata is valid for the call.
                 unsafe {
                     let hdr = &mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
-                    (Some(UContext::<T>::from_raw(hdr.context)), Udata::from_raw(&mut hdr.driver_udata))
+                    (
+                        Some(UContext::<T>::from_raw(hdr.context)),
+                        Udata::from_raw(&mut hdr.driver_udata),
+                    )
                 }
             };
             let (data, cqe) = T::create_cq(dev, &attr, uctx, &mut udata)?;
@@ -986,6 +1002,8 @@ impl<T: Driver> Adapter<T> {
     /// Called by ib_core once, as the device is freed; `data` is initialised (type invariant).
     unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
         // SAFETY: The invariant of `Device` says `data` is initialised; this is its only drop.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data)) };
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data))
+        };
     }
 }

@@ -58,7 +58,9 @@ impl SharedBuffer {
     /// Allocates `len` bytes (rounded up to pages) that `uctx`'s process can map at
     /// [`SharedBuffer::mmap_offset`].
     pub fn new<T: Driver>(uctx: &UContext<T>, len: usize) -> Result<Self> {
-        let len = len.checked_next_multiple_of(bindings::PAGE_SIZE).ok_or(EINVAL)?;
+        let len = len
+            .checked_next_multiple_of(bindings::PAGE_SIZE)
+            .ok_or(EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
@@ -98,7 +100,9 @@ impl SharedBuffer {
         }
         // INVARIANT: Inserted above; this handle owns the insertion reference.
         // SAFETY: `entry` came from `KBox::into_raw`, so it is non-null.
-        Ok(Self { entry: unsafe { NonNull::new_unchecked(entry) } })
+        Ok(Self {
+            entry: unsafe { NonNull::new_unchecked(entry) },
+        })
     }
 
     fn e(&self) -> &Entry {
@@ -155,7 +159,9 @@ impl SharedBuffer {
             return Err(EINVAL);
         }
         // SAFETY: In bounds; the buffer is alive; bytes have no invalid values.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.e().addr.add(offset), src.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(src.as_ptr(), self.e().addr.add(offset), src.len())
+        };
         Ok(())
     }
 
@@ -167,7 +173,9 @@ impl SharedBuffer {
             return Err(EINVAL);
         }
         // SAFETY: In bounds; the buffer is alive; bytes have no invalid values.
-        unsafe { core::ptr::copy_nonoverlapping(self.e().addr.add(offset), dst.as_mut_ptr(), dst.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.e().addr.add(offset), dst.as_mut_ptr(), dst.len())
+        };
         Ok(())
     }
 }
@@ -184,7 +192,10 @@ impl Drop for SharedBuffer {
 /// # Safety
 ///
 /// Called by ib_core with a live context and VMA.
-pub(crate) unsafe fn mmap(uctx: *mut bindings::ib_ucontext, vma: *mut bindings::vm_area_struct) -> i32 {
+pub(crate) unsafe fn mmap(
+    uctx: *mut bindings::ib_ucontext,
+    vma: *mut bindings::vm_area_struct,
+) -> i32 {
     from_result(|| {
         // SAFETY: ib_core passes a live context and VMA; a non-null result is a held reference.
         let rdma = unsafe { bindings::rdma_user_mmap_entry_get(uctx, vma) };

@@ -111,7 +111,10 @@ impl<T: Driver, K: Kind> Object<T, K> {
 
     /// Builds an object this layer allocates itself (MRs).
     pub(crate) fn new(ib: K::Raw, data: K::Data<T>) -> Self {
-        Object { ib: Opaque::new(ib), data }
+        Object {
+            ib: Opaque::new(ib),
+            data,
+        }
     }
 
     pub(crate) fn as_raw(&self) -> *mut K::Raw {

@@ -237,7 +237,11 @@ impl QpAttr {
             None
         };
         Ok(QpAttr {
-            qp_state: if mask & mask::STATE != 0 { QpState::from_raw(a.qp_state)? } else { QpState::Reset },
+            qp_state: if mask & mask::STATE != 0 {
+                QpState::from_raw(a.qp_state)?
+            } else {
+                QpState::Reset
+            },
             cur_qp_state: if mask & mask::CUR_STATE != 0 {
                 QpState::from_raw(a.cur_qp_state)?
             } else {

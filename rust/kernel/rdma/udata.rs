@@ -31,7 +31,10 @@ impl<'a> Udata<'a> {
     /// `raw` must be null or valid for `'a`.
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         // INVARIANT: Guaranteed by the caller.
-        Self { raw, _p: PhantomData }
+        Self {
+            raw,
+            _p: PhantomData,
+        }
     }
 
     /// Whether the call came from user space (kernel callers have no udata).
@@ -42,13 +45,21 @@ impl<'a> Udata<'a> {
     /// Length of the driver command from user space.
     pub fn in_len(&self) -> usize {
         // SAFETY: Valid by the type invariant when non-null.
-        if self.raw.is_null() { 0 } else { unsafe { (*self.raw).inlen } }
+        if self.raw.is_null() {
+            0
+        } else {
+            unsafe { (*self.raw).inlen }
+        }
     }
 
     /// Length of the driver response buffer in user space.
     pub fn out_len(&self) -> usize {
         // SAFETY: Valid by the type invariant when non-null.
-        if self.raw.is_null() { 0 } else { unsafe { (*self.raw).outlen } }
+        if self.raw.is_null() {
+            0
+        } else {
+            unsafe { (*self.raw).outlen }
+        }
     }
 
     /// Fails with `EINVAL` unless any driver command bytes are all zero.
@@ -76,7 +87,9 @@ impl<'a> Udata<'a> {
             bindings::ib_copy_from_udata(dst.as_mut_ptr().cast(), self.raw, dst.len())
         })?;
         // SAFETY: `raw` is valid and holds `len` bytes of input.
-        if len > dst.len() && !unsafe { bindings::ib_is_udata_cleared(self.raw, dst.len(), len - dst.len()) } {
+        if len > dst.len()
+            && !unsafe { bindings::ib_is_udata_cleared(self.raw, dst.len(), len - dst.len()) }
+        {
             return Err(EOPNOTSUPP);
         }
         Ok(())

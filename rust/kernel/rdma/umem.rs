@@ -51,7 +51,12 @@ impl Umem {
         })?;
         // SAFETY: `raw` is non-null on success.
         let raw = unsafe { NonNull::new_unchecked(raw) };
-        let mut umem = Umem { raw, pages: KVVec::new(), first_offset: addr % PAGE_SIZE, len };
+        let mut umem = Umem {
+            raw,
+            pages: KVVec::new(),
+            first_offset: addr % PAGE_SIZE,
+            len,
+        };
         let npages = (umem.first_offset + len).div_ceil(PAGE_SIZE);
         umem.pages.reserve(npages, GFP_KERNEL)?;
         // SAFETY: Iterating the umem's own scatter table, which lives as long as the umem.
@@ -82,7 +87,12 @@ impl Umem {
     }
 
     /// Calls `f(kernel address, bytes)` for each page-contiguous piece of `[offset, offset+len)`.
-    fn pieces(&self, offset: usize, len: usize, mut f: impl FnMut(*mut u8, usize, usize)) -> Result {
+    fn pieces(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> Result {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.len {
             return Err(EINVAL);

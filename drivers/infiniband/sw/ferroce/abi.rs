@@ -31,7 +31,9 @@ pub(crate) const CQE_SIZE: usize = 64;
 
 /// The bytes a queue of `num_entries` entries of `entry_size` bytes maps, if representable.
 pub(crate) fn queue_bytes(num_entries: u32, entry_size: usize) -> Option<usize> {
-    (num_entries as usize).checked_mul(entry_size)?.checked_add(QUEUE_ENTRIES)
+    (num_entries as usize)
+        .checked_mul(entry_size)?
+        .checked_add(QUEUE_ENTRIES)
 }
 
 /// `struct ferroce_mmap_info`: where the provider maps a queue.
@@ -63,7 +65,12 @@ pub(crate) fn create_ah_resp(ah_num: u32) -> [u8; 8] {
 }
 
 /// `struct ferroce_create_qp_resp`: the SQ and RQ mappings and their entry sizes.
-pub(crate) fn create_qp_resp(sq: &MmapInfo, rq: Option<&MmapInfo>, sq_wqe: u32, rq_wqe: u32) -> [u8; 40] {
+pub(crate) fn create_qp_resp(
+    sq: &MmapInfo,
+    rq: Option<&MmapInfo>,
+    sq_wqe: u32,
+    rq_wqe: u32,
+) -> [u8; 40] {
     let mut b = [0u8; 40];
     b[0..16].copy_from_slice(&sq.to_bytes());
     if let Some(rq) = rq {

@@ -30,7 +30,13 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     // A spinlock: kernel users may create AHs in atomic context.
-    let num = pd.device().data().ah_nums.lock().alloc().map_err(|_| ENOMEM)?;
+    let num = pd
+        .device()
+        .data()
+        .ah_nums
+        .lock()
+        .alloc()
+        .map_err(|_| ENOMEM)?;
     let data = AhData { av: *av, num };
     if udata.is_user() {
         if let Err(e) = udata.write(&abi::create_ah_resp(num)) {

@@ -21,7 +21,9 @@ impl ObjectCount {
     /// Counts one more object, unless `max` exist already.
     pub(crate) fn take(&self, max: u32) -> Result<(), LimitReached> {
         self.0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then(|| n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then(|| n + 1)
+            })
             .map(|_| ())
             .map_err(|_| LimitReached)
     }

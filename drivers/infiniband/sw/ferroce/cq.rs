@@ -6,14 +6,15 @@
 use kernel::{
     new_mutex,
     prelude::*,
-    rdma::{Cq, CqInitAttr, Device, SharedBuffer, UContext, Udata},
+    rdma::{Cq, CqInitAttr, Device, UContext, Udata},
     sync::Mutex,
 };
 
 use crate::{
-    abi::{self, MmapInfo},
+    abi,
     device::Ferroce,
     limits,
+    queue::{KernelSide, SharedQueue},
 };
 
 /// Per-CQ state.
@@ -23,38 +24,20 @@ pub(crate) struct CqData {
 
 /// The ring and the kernel's private copy of the index it produces.
 struct CqRing {
-    buf: SharedBuffer,
-    num_entries: u32,
+    queue: SharedQueue,
     /// The producer index; user space's copy in the ring is informational only.
     producer: u32,
 }
 
 impl CqRing {
     fn new(uctx: &UContext<Ferroce>, num_entries: u32) -> Result<Self> {
-        let bytes = abi::queue_bytes(num_entries, abi::CQE_SIZE).ok_or(EINVAL)?;
-        let buf = SharedBuffer::new(uctx, bytes)?;
-        Ok(CqRing { buf, num_entries, producer: 0 })
+        let queue = SharedQueue::new(uctx, num_entries, abi::CQE_SIZE, KernelSide::Producer)?;
+        Ok(CqRing { queue, producer: 0 })
     }
 
-    fn mmap_info(&self) -> Result<MmapInfo> {
-        Ok(MmapInfo {
-            offset: self.buf.mmap_offset(),
-            size: u32::try_from(self.buf.len()).map_err(|_| EINVAL)?,
-            num_entries: self.num_entries,
-        })
-    }
-
-    /// Completions written and not yet consumed, per the consumer index user space published.
-    /// An impossible index puts the ring in error: that process corrupted its own CQ.
+    /// Completions written and not yet consumed.
     fn pending(&self) -> Result<u32> {
-        let consumer = self.buf.load_acquire(abi::CTRL_CONSUMER)?;
-        match abi::pending(self.producer, consumer, self.num_entries) {
-            Some(n) => Ok(n),
-            None => {
-                self.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_ERROR)?;
-                Err(EINVAL)
-            }
-        }
+        self.queue.outstanding(self.producer)
     }
 }
 
@@ -79,7 +62,7 @@ pub(crate) fn create(
     udata.require_no_input()?;
     let num_entries = entries_for(attr.cqe)?;
     let ring = CqRing::new(uctx, num_entries)?;
-    udata.write(&ring.mmap_info()?.to_bytes())?;
+    udata.write(&ring.queue.mmap_info()?.to_bytes())?;
     let ring = KBox::pin_init(new_mutex!(ring, "ferroce:cq"), GFP_KERNEL)?;
     // Counted last: nothing after this can fail, so the count never needs undoing here.
     dev.data().cqs.take(limits::MAX_CQ)?;
@@ -109,16 +92,23 @@ pub(crate) fn resize(
     let new = CqRing::new(uctx, num_entries)?;
     let consumer = ring.producer.wrapping_sub(pending);
     let mut cqe_bytes = [0u8; abi::CQE_SIZE];
+    let (old_q, new_q) = (&ring.queue, &new.queue);
     for i in 0..pending {
-        let from = (consumer.wrapping_add(i) & (ring.num_entries - 1)) as usize;
-        ring.buf.read(abi::QUEUE_ENTRIES + from * abi::CQE_SIZE, &mut cqe_bytes)?;
-        new.buf.write(abi::QUEUE_ENTRIES + i as usize * abi::CQE_SIZE, &cqe_bytes)?;
+        let from = (consumer.wrapping_add(i) & (old_q.num_entries - 1)) as usize;
+        old_q
+            .buf
+            .read(abi::QUEUE_ENTRIES + from * abi::CQE_SIZE, &mut cqe_bytes)?;
+        new_q
+            .buf
+            .write(abi::QUEUE_ENTRIES + i as usize * abi::CQE_SIZE, &cqe_bytes)?;
     }
+    new_q.buf.store_release(abi::CTRL_PRODUCER, pending)?;
+    new_q
+        .buf
+        .store_release(abi::CTRL_NOTIFY, old_q.buf.load_acquire(abi::CTRL_NOTIFY)?)?;
+    udata.write(&new_q.mmap_info()?.to_bytes())?;
     let mut new = new;
     new.producer = pending;
-    new.buf.store_release(abi::CTRL_PRODUCER, pending)?;
-    new.buf.store_release(abi::CTRL_NOTIFY, ring.buf.load_acquire(abi::CTRL_NOTIFY)?)?;
-    udata.write(&new.mmap_info()?.to_bytes())?;
     *ring = new;
     Ok(num_entries)
 }

@@ -5,24 +5,25 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KVVec,
+    c_str,
     net::netdev::NetDevice,
     new_mutex, new_spinlock,
-    sync::{Mutex, SpinLock},
     prelude::*,
     rdma::{
-        self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams,
-        LinkLayer, Mr, Mtu, Pd, PhysState, Qp, QpAttr, QpInitAttr, PortAttr, PortEvent, PortImmutable, PortState,
-        UContext, Udata,
+        self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
+        DeviceParams, LinkLayer, Mr, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable,
+        PortState, Qp, QpAttr, QpInitAttr, UContext, Udata,
     },
-    c_str,
     str::CStr,
+    sync::{Mutex, SpinLock},
 };
 
 use crate::{
+    ah,
     count::{LimitReached, ObjectCount},
-    ah, cq, guid, qp,
+    cq, guid,
     keys::KeyTable,
-    limits, mr,
+    limits, mr, qp,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -63,7 +64,11 @@ impl DeviceData {
     pub(crate) fn sync_port_state(&self, dev: &Device<Ferroce>, netdev: &NetDevice) {
         let active = port_is_active(netdev);
         if self.port_active.swap(active, Ordering::AcqRel) != active {
-            let event = if active { PortEvent::Active } else { PortEvent::Error };
+            let event = if active {
+                PortEvent::Active
+            } else {
+                PortEvent::Error
+            };
             dev.dispatch_port_event(PORT, event);
         }
     }
@@ -95,7 +100,10 @@ impl rdma::Driver for Ferroce {
 
     fn query_device(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<DeviceAttr> {
         udata.require_no_input()?;
-        let mac = dev.netdev(PORT).and_then(|nd| nd.mac_address()).unwrap_or([0; 6]);
+        let mac = dev
+            .netdev(PORT)
+            .and_then(|nd| nd.mac_address())
+            .unwrap_or([0; 6]);
         Ok(DeviceAttr {
             sys_image_guid: guid::from_mac(mac),
             max_mr_size: limits::MAX_MR_SIZE,
@@ -159,7 +167,10 @@ impl rdma::Driver for Ferroce {
 
     fn get_port_immutable(_dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
         check_port(port)?;
-        Ok(PortImmutable::roce_v2(limits::PKEY_TBL_LEN.into(), limits::GID_TBL_LEN))
+        Ok(PortImmutable::roce_v2(
+            limits::PKEY_TBL_LEN.into(),
+            limits::GID_TBL_LEN,
+        ))
     }
 
     fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
@@ -293,8 +304,14 @@ impl link::Link for Ferroce {
             port_active: AtomicBool::new(false),
             pds: ObjectCount::new(),
             cqs: ObjectCount::new(),
-            mr_keys: KBox::pin_init(new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"), GFP_KERNEL)?,
-            qpns: KBox::pin_init(new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"), GFP_KERNEL)?,
+            mr_keys: KBox::pin_init(
+                new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
+                GFP_KERNEL,
+            )?,
+            qpns: KBox::pin_init(
+                new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"),
+                GFP_KERNEL,
+            )?,
             ah_nums: KBox::pin_init(
                 new_spinlock!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
                 GFP_KERNEL,

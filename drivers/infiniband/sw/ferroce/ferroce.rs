@@ -24,6 +24,7 @@ mod limits;
 mod mr;
 mod netevent;
 mod qp;
+mod queue;
 
 use device::Ferroce;
 
@@ -47,7 +48,10 @@ impl kernel::Module for FerroceModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let notifier = KBox::pin_init(Notifier::register(), GFP_KERNEL)?;
         let link = KBox::pin_init(link::Registration::register(), GFP_KERNEL)?;
-        Ok(FerroceModule { link: Some(link), notifier: Some(notifier) })
+        Ok(FerroceModule {
+            link: Some(link),
+            notifier: Some(notifier),
+        })
     }
 }
 

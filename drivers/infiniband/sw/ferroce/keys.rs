@@ -31,7 +31,10 @@ pub(crate) fn split(key: u32) -> (u32, u8) {
 impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
     /// A table over `slots` (all zero); it holds `slots.len() - 1` keys.
     pub(crate) fn new(slots: S) -> Self {
-        KeyTable { slots, next: FIRST_INDEX }
+        KeyTable {
+            slots,
+            next: FIRST_INDEX,
+        }
     }
 
     /// Hands out a fresh key.
@@ -46,7 +49,11 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
             if *slot & IN_USE == 0 {
                 let key = (*slot as u8).wrapping_add(1);
                 *slot = IN_USE | key as u16;
-                self.next = if index + 1 < n { index + 1 } else { FIRST_INDEX };
+                self.next = if index + 1 < n {
+                    index + 1
+                } else {
+                    FIRST_INDEX
+                };
                 return Ok(index << 8 | key as u32);
             }
         }

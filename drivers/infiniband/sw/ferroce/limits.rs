@@ -58,5 +58,7 @@ pub(crate) const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 28 + 4;
 /// `None` if none does.
 pub(crate) fn path_mtu_bytes(netdev_mtu: u32) -> Option<u32> {
     let room = netdev_mtu.checked_sub(ROCE_OVERHEAD)?;
-    [4096, 2048, 1024, 512, 256].into_iter().find(|&m| m <= room)
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|&m| m <= room)
 }

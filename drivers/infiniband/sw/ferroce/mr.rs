@@ -49,7 +49,16 @@ pub(crate) fn reg_user(
     let dev = pd.device();
     let umem = Umem::get(dev, start, length, access)?;
     let key = dev.data().mr_keys.lock().alloc().map_err(|_| ENOMEM)?;
-    Ok((MrData { umem, iova, access, key }, key, key))
+    Ok((
+        MrData {
+            umem,
+            iova,
+            access,
+            key,
+        },
+        key,
+        key,
+    ))
 }
 
 pub(crate) fn dereg(mr: &Mr<Ferroce>) {

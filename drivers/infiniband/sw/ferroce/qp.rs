@@ -8,21 +8,21 @@ use kernel::{
     prelude::*,
     rdma::{
         access, modify_is_ok, qp_mask as m, Pd, Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType,
-        SharedBuffer, UContext, Udata,
+        UContext, Udata,
     },
     sync::Mutex,
 };
 
 use crate::{
-    abi::{self, MmapInfo},
+    abi,
     device::Ferroce,
     limits,
+    queue::{KernelSide, SharedQueue},
 };
 
 /// A work queue shared with the provider: user space produces, the kernel consumes.
 struct WorkQueue {
-    buf: SharedBuffer,
-    num_entries: u32,
+    queue: SharedQueue,
     #[expect(dead_code, reason = "read by the data path")]
     wqe_size: u32,
     /// The kernel's consumer index (user space's copy is informational).
@@ -31,29 +31,17 @@ struct WorkQueue {
 
 impl WorkQueue {
     fn new(uctx: &UContext<Ferroce>, num_entries: u32, wqe_size: u32) -> Result<Self> {
-        let bytes = abi::queue_bytes(num_entries, wqe_size as usize).ok_or(EINVAL)?;
-        Ok(WorkQueue { buf: SharedBuffer::new(uctx, bytes)?, num_entries, wqe_size, consumer: 0 })
-    }
-
-    fn mmap_info(&self) -> Result<MmapInfo> {
-        Ok(MmapInfo {
-            offset: self.buf.mmap_offset(),
-            size: u32::try_from(self.buf.len()).map_err(|_| EINVAL)?,
-            num_entries: self.num_entries,
+        let queue = SharedQueue::new(uctx, num_entries, wqe_size as usize, KernelSide::Consumer)?;
+        Ok(WorkQueue {
+            queue,
+            wqe_size,
+            consumer: 0,
         })
     }
 
-    /// Work posted and not yet consumed. A producer index user space moved backwards or more
-    /// than a ring ahead puts the queue in error: that process corrupted its own QP.
+    /// Work posted and not yet consumed.
     fn pending(&self) -> Result<u32> {
-        let producer = self.buf.load_acquire(abi::CTRL_PRODUCER)?;
-        match abi::pending(producer, self.consumer, self.num_entries) {
-            Some(n) => Ok(n),
-            None => {
-                self.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_ERROR)?;
-                Err(EINVAL)
-            }
-        }
+        self.queue.outstanding(self.consumer)
     }
 }
 
@@ -102,7 +90,9 @@ pub(crate) fn create(
     let sq = WorkQueue::new(uctx, sq_entries, sq_wqe)?;
     let rq = WorkQueue::new(uctx, rq_entries, rq_wqe)?;
     // No kernel thread watches the send queue: every post needs the doorbell.
-    sq.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_NEED_WAKEUP)?;
+    sq.queue
+        .buf
+        .store_release(abi::CTRL_FLAGS, abi::QUEUE_NEED_WAKEUP)?;
     let sge_room = |wqe: u32, header: usize| ((wqe as usize - header) / abi::SGE_SIZE) as u32;
     init.cap = QpCap {
         max_send_wr: sq_entries,
@@ -111,7 +101,12 @@ pub(crate) fn create(
         max_recv_sge: sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE),
         max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
     };
-    udata.write(&abi::create_qp_resp(&sq.mmap_info()?, Some(&rq.mmap_info()?), sq_wqe, rq_wqe))?;
+    udata.write(&abi::create_qp_resp(
+        &sq.queue.mmap_info()?,
+        Some(&rq.queue.mmap_info()?),
+        sq_wqe,
+        rq_wqe,
+    ))?;
     let attr = QpAttr {
         qp_state: QpState::Reset,
         cur_qp_state: QpState::Reset,
@@ -133,17 +128,28 @@ pub(crate) fn create(
         rnr_retry: 0,
         cap: init.cap,
     };
-    let state = KBox::pin_init(new_mutex!(QpShared { attr, sq, rq }, "ferroce:qp"), GFP_KERNEL)?;
+    let state = KBox::pin_init(
+        new_mutex!(QpShared { attr, sq, rq }, "ferroce:qp"),
+        GFP_KERNEL,
+    )?;
     // Numbered last: nothing after this can fail.
     let qpn = pd.device().data().qpns.lock().alloc().map_err(|_| ENOMEM)?;
-    Ok((QpData { qpn, init: *init, state }, qpn))
+    Ok((
+        QpData {
+            qpn,
+            init: *init,
+            state,
+        },
+        qpn,
+    ))
 }
 
 pub(crate) fn destroy(qp: &Qp<Ferroce>) {
     qp.device().data().qpns.lock().free(qp.data().qpn);
 }
 
-const ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+const ACCESS: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
 
 /// Checks every attribute in `mask` against the limits; the state machine is checked by
 /// ib_core's table.
@@ -217,7 +223,11 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if mask & m::CUR_STATE != 0 && attr.cur_qp_state != cur {
         return Err(EINVAL);
     }
-    let next = if mask & m::STATE != 0 { attr.qp_state } else { cur };
+    let next = if mask & m::STATE != 0 {
+        attr.qp_state
+    } else {
+        cur
+    };
     if !modify_is_ok(cur, next, data.init.qp_type, mask) {
         return Err(EINVAL);
     }

@@ -33,9 +33,18 @@ mod tests {
     fn path_mtu_follows_netdev_mtu() {
         assert_eq!(limits::path_mtu_bytes(1500), Some(1024));
         assert_eq!(limits::path_mtu_bytes(9000), Some(4096));
-        assert_eq!(limits::path_mtu_bytes(4096 + limits::ROCE_OVERHEAD), Some(4096));
-        assert_eq!(limits::path_mtu_bytes(4095 + limits::ROCE_OVERHEAD), Some(2048));
-        assert_eq!(limits::path_mtu_bytes(256 + limits::ROCE_OVERHEAD), Some(256));
+        assert_eq!(
+            limits::path_mtu_bytes(4096 + limits::ROCE_OVERHEAD),
+            Some(4096)
+        );
+        assert_eq!(
+            limits::path_mtu_bytes(4095 + limits::ROCE_OVERHEAD),
+            Some(2048)
+        );
+        assert_eq!(
+            limits::path_mtu_bytes(256 + limits::ROCE_OVERHEAD),
+            Some(256)
+        );
         assert_eq!(limits::path_mtu_bytes(255 + limits::ROCE_OVERHEAD), None);
         assert_eq!(limits::path_mtu_bytes(0), None);
     }
@@ -145,8 +154,15 @@ int main(void)
         let a = t.alloc().unwrap();
         let b = t.alloc().unwrap();
         let c = t.alloc().unwrap();
-        assert_eq!(t.alloc(), Err(keys::TableFull), "3 keys in a table of 4 slots");
-        assert!(a >> 8 != 0 && b >> 8 != 0 && c >> 8 != 0, "index 0 is never used");
+        assert_eq!(
+            t.alloc(),
+            Err(keys::TableFull),
+            "3 keys in a table of 4 slots"
+        );
+        assert!(
+            a >> 8 != 0 && b >> 8 != 0 && c >> 8 != 0,
+            "index 0 is never used"
+        );
         assert!(t.is_live(b));
         t.free(b);
         assert!(!t.is_live(b));
@@ -170,9 +186,18 @@ int main(void)
     #[test]
     fn limits_fit_the_c_types() {
         for v in [
-            limits::MAX_QP, limits::MAX_QP_WR, limits::MAX_SGE, limits::MAX_CQ, limits::MAX_CQE,
-            limits::MAX_MR, limits::MAX_PD, limits::MAX_AH, limits::MAX_SRQ, limits::MAX_SRQ_WR,
-            limits::MAX_RES_RD_ATOM, limits::GID_TBL_LEN,
+            limits::MAX_QP,
+            limits::MAX_QP_WR,
+            limits::MAX_SGE,
+            limits::MAX_CQ,
+            limits::MAX_CQE,
+            limits::MAX_MR,
+            limits::MAX_PD,
+            limits::MAX_AH,
+            limits::MAX_SRQ,
+            limits::MAX_SRQ_WR,
+            limits::MAX_RES_RD_ATOM,
+            limits::GID_TBL_LEN,
         ] {
             assert!(i32::try_from(v).is_ok(), "{v} does not fit a C int");
         }
