@@ -31,7 +31,7 @@
 static int raw_destroy(int fd, uint32_t command, const void *body, size_t len,
 		       size_t resp_len)
 {
-	char buf[sizeof(struct ib_uverbs_cmd_hdr) + 64];
+	char buf[sizeof(struct ib_uverbs_cmd_hdr) + 128];
 	struct ib_uverbs_cmd_hdr hdr = {
 		.command = command,
 		.in_words = (sizeof(hdr) + len) / 4,
@@ -100,6 +100,58 @@ int main(int argc, char **argv)
 	ret = raw_destroy(ctx->cmd_fd, IB_USER_VERBS_CMD_DEALLOC_PD, &dpd, sizeof(dpd), 0);
 	CHECK(ret == -EINVAL || ret == -ENOENT, "dealloc_pd of a bogus handle returned %d", ret);
 	printf("dealloc_pd of a bogus handle: %s\n", strerror(-ret));
+
+	/*
+	 * Garbage in the shared rings: the kernel validates the index user
+	 * space published when the doorbell rings, refuses it and marks the
+	 * ring in error; only this QP is affected.
+	 */
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "alloc_pd");
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(cq, "create_cq");
+	struct ibv_qp_init_attr qia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &qia);
+	CHECK(qp, "create_qp: %s", strerror(errno));
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1, .qkey = 0x11 };
+	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), "to INIT");
+	qa.qp_state = IBV_QPS_RTR;
+	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE), "to RTR");
+	qa.qp_state = IBV_QPS_RTS;
+	qa.sq_psn = 0;
+	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN), "to RTS");
+
+	struct ib_uverbs_post_send_resp ps_resp;
+	struct ib_uverbs_post_send ps = {
+		.response = (uintptr_t)&ps_resp, .qp_handle = qp->handle,
+		.wr_count = 0, .wqe_size = sizeof(struct ibv_send_wr),
+	};
+	ret = raw_destroy(ctx->cmd_fd, IB_USER_VERBS_CMD_POST_SEND, &ps, sizeof(ps), sizeof(ps_resp));
+	CHECK(ret == 0, "doorbell on a sane QP returned %d", ret);
+
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[512];
+	int scribbled = 0;
+	while (maps && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+
+		if (!strstr(line, "/dev/infiniband/uverbs") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		memset((void *)lo, 0x5a, hi - lo);
+		scribbled++;
+	}
+	if (maps)
+		fclose(maps);
+	CHECK(scribbled >= 3, "found %d mapped rings, expected CQ, SQ and RQ", scribbled);
+	ret = raw_destroy(ctx->cmd_fd, IB_USER_VERBS_CMD_POST_SEND, &ps, sizeof(ps), sizeof(ps_resp));
+	CHECK(ret == -EINVAL, "doorbell on a scribbled SQ returned %d, expected -EINVAL", ret);
+	printf("doorbell on scribbled rings: %s\n", strerror(-ret));
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp after scribbling");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq after scribbling");
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
 
 	/* The context closes with objects still open: the kernel cleans up. */
 	pd = ibv_alloc_pd(ctx);
