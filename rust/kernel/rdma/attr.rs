@@ -37,6 +37,27 @@ impl Mtu {
         128 << (self as u32)
     }
 
+    /// The MTU an `enum ib_mtu` value names, if it names one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::rdma::Mtu;
+    /// assert_eq!(Mtu::from_raw(3), Some(Mtu::Mtu1024));
+    /// assert_eq!(Mtu::from_raw(0), None);
+    /// assert_eq!(Mtu::from_raw(6), None);
+    /// ```
+    pub const fn from_raw(v: u32) -> Option<Mtu> {
+        match v {
+            bindings::ib_mtu_IB_MTU_256 => Some(Mtu::Mtu256),
+            bindings::ib_mtu_IB_MTU_512 => Some(Mtu::Mtu512),
+            bindings::ib_mtu_IB_MTU_1024 => Some(Mtu::Mtu1024),
+            bindings::ib_mtu_IB_MTU_2048 => Some(Mtu::Mtu2048),
+            bindings::ib_mtu_IB_MTU_4096 => Some(Mtu::Mtu4096),
+            _ => None,
+        }
+    }
+
     /// The largest IB MTU that fits in `bytes`, or `None` below 256.
     ///
     /// # Examples

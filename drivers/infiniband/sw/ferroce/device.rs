@@ -74,6 +74,13 @@ impl DeviceData {
     }
 }
 
+/// The largest path MTU a RoCEv2 packet on `netdev` can carry now.
+pub(crate) fn active_mtu(netdev: &NetDevice) -> Mtu {
+    limits::path_mtu_bytes(netdev.mtu())
+        .and_then(Mtu::fitting)
+        .unwrap_or(Mtu::Mtu256)
+}
+
 fn port_is_active(netdev: &NetDevice) -> bool {
     netdev.is_running() && netdev.has_carrier()
 }
@@ -145,9 +152,7 @@ impl rdma::Driver for Ferroce {
         } else {
             (PortState::Down, PhysState::Disabled)
         };
-        let active_mtu = limits::path_mtu_bytes(netdev.mtu())
-            .and_then(Mtu::fitting)
-            .unwrap_or(Mtu::Mtu256);
+        let active_mtu = active_mtu(&netdev);
         let (active_speed, active_width) = dev.eth_speed(port)?;
         Ok(PortAttr {
             state,
