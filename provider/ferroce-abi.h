@@ -18,5 +18,9 @@ DECLARE_DRV_CMD(uferroce_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, ferroce_create_cq_resp);
 DECLARE_DRV_CMD(uferroce_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		empty, ferroce_resize_cq_resp);
+DECLARE_DRV_CMD(uferroce_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
+		empty, ferroce_create_srq_resp);
+DECLARE_DRV_CMD(uferroce_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		ferroce_modify_srq_cmd, empty);
 
 #endif /* FERROCE_ABI_H */

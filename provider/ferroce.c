@@ -155,6 +155,18 @@ static int ferroce_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+static int ferroce_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			    void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct ibv_rereg_mr cmd = {};
+
+	/* The kernel replaces the MR with a new one: new lkey and rkey. */
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static void *map_queue(struct ibv_context *context,
 		       const struct ferroce_mmap_info *mi)
 {
@@ -186,16 +198,18 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 	if (qp->sq_ring == MAP_FAILED)
 		goto err_destroy;
 	qp->sq_size = resp.sq_mi.size;
-	qp->rq_ring = map_queue(pd->context, &resp.rq_mi);
-	if (qp->rq_ring == MAP_FAILED) {
-		munmap(qp->sq_ring, qp->sq_size);
-		goto err_destroy;
-	}
-	qp->rq_size = resp.rq_mi.size;
 	ferroce_wq_init(&qp->sq, qp->sq_ring, resp.sq_mi.num_entries,
 			resp.sq_wqe_size);
-	ferroce_wq_init(&qp->rq, qp->rq_ring, resp.rq_mi.num_entries,
-			resp.rq_wqe_size);
+	if (!attr->srq) {
+		qp->rq_ring = map_queue(pd->context, &resp.rq_mi);
+		if (qp->rq_ring == MAP_FAILED) {
+			munmap(qp->sq_ring, qp->sq_size);
+			goto err_destroy;
+		}
+		qp->rq_size = resp.rq_mi.size;
+		ferroce_wq_init(&qp->rq, qp->rq_ring, resp.rq_mi.num_entries,
+				resp.rq_wqe_size);
+	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return &qp->vqp.qp;
@@ -235,37 +249,20 @@ static int ferroce_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 
 	munmap(qp->sq_ring, qp->sq_size);
-	munmap(qp->rq_ring, qp->rq_size);
+	if (qp->rq_ring)
+		munmap(qp->rq_ring, qp->rq_size);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
 	return 0;
 }
 
-static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			     struct ibv_recv_wr **bad_wr)
-{
-	struct ferroce_qp *qp = to_fqp(ibqp);
-	int ret = 0;
-
-	pthread_spin_lock(&qp->rq_lock);
-	for (; wr; wr = wr->next) {
-		/* struct ibv_sge has the layout of struct ferroce_sge. */
-		ret = ferroce_rq_post(&qp->rq, wr->wr_id,
-				      (const struct ferroce_sge *)wr->sg_list,
-				      wr->num_sge);
-		if (ret) {
-			*bad_wr = wr;
-			break;
-		}
-	}
-	ferroce_wq_publish(&qp->rq);
-	pthread_spin_unlock(&qp->rq_lock);
-	return ret;
-}
-
-/* The send queue doorbell: a POST_SEND command with no work requests. */
-static int ring_sq_doorbell(struct ibv_qp *ibqp)
+/*
+ * A doorbell: a POST_SEND or POST_RECV command with no work requests (the
+ * two commands start alike: response, qp_handle, wr_count, sge_count,
+ * wqe_size).
+ */
+static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -273,15 +270,61 @@ static int ring_sq_doorbell(struct ibv_qp *ibqp)
 	} cmd = {};
 	struct ib_uverbs_post_send_resp resp;
 
-	cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	cmd.hdr.command = command;
 	cmd.hdr.in_words = sizeof(cmd) / 4;
 	cmd.hdr.out_words = sizeof(resp) / 4;
 	cmd.body.response = (uintptr_t)&resp;
 	cmd.body.qp_handle = ibqp->handle;
-	cmd.body.wqe_size = sizeof(struct ibv_send_wr);
+	cmd.body.wqe_size = command == IB_USER_VERBS_CMD_POST_SEND ?
+				    sizeof(struct ibv_send_wr) :
+				    sizeof(struct ib_uverbs_recv_wr);
 	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
 		return errno;
 	return 0;
+}
+
+/* Writes a chain of receive work requests; 0 or an errno and *bad_wr. */
+static int post_recv_wrs(struct ferroce_wq_state *wq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr)
+{
+	int ret;
+
+	for (; wr; wr = wr->next) {
+		/* struct ibv_sge has the layout of struct ferroce_sge. */
+		ret = ferroce_rq_post(wq, wr->wr_id,
+				      (const struct ferroce_sge *)wr->sg_list,
+				      wr->num_sge);
+		if (ret) {
+			*bad_wr = wr;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr)
+{
+	struct ferroce_qp *qp = to_fqp(ibqp);
+	int ret, doorbell;
+
+	if (!qp->rq_ring) {
+		/* The QP receives from its SRQ. */
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->rq_lock);
+	ret = post_recv_wrs(&qp->rq, wr, bad_wr);
+	doorbell = ferroce_wq_publish(&qp->rq);
+	pthread_spin_unlock(&qp->rq_lock);
+	/* Set while the QP is in error: the kernel flushes the new work. */
+	if (doorbell) {
+		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV);
+
+		if (!ret)
+			ret = db;
+	}
+	return ret;
 }
 
 static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *wr)
@@ -344,11 +387,117 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	doorbell = ferroce_wq_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (doorbell) {
-		int db = ring_sq_doorbell(ibqp);
+		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND);
 
 		if (!ret)
 			ret = db;
 	}
+	return ret;
+}
+
+static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
+					  struct ibv_srq_init_attr *attr)
+{
+	struct uferroce_create_srq_resp resp = {};
+	struct ibv_create_srq cmd = {};
+	struct ferroce_srq *srq;
+	int ret;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+
+	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+
+	srq->ring = map_queue(pd->context, &resp.mi);
+	if (srq->ring == MAP_FAILED) {
+		ret = errno;
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	srq->ring_size = resp.mi.size;
+	ferroce_wq_init(&srq->wq, srq->ring, resp.mi.num_entries,
+			resp.wqe_size);
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &srq->vsrq.srq;
+}
+
+static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			      int attr_mask)
+{
+	struct ferroce_srq *srq = to_fsrq(ibsrq);
+	struct uferroce_modify_srq cmd = {};
+	struct ferroce_mmap_info mi = {};
+	void *ring;
+	int ret;
+
+	/* A resize moves the ring: no post may run meanwhile. */
+	pthread_spin_lock(&srq->lock);
+	cmd.mmap_info_addr = (uintptr_t)&mi;
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (ret || !(attr_mask & IBV_SRQ_MAX_WR))
+		goto out;
+
+	/*
+	 * The kernel moved the WQEs not yet taken to the new ring and set its
+	 * producer index; the old ring goes away with its last mapping.
+	 */
+	ring = map_queue(ibsrq->context, &mi);
+	if (ring == MAP_FAILED) {
+		ret = errno;
+		goto out;
+	}
+	munmap(srq->ring, srq->ring_size);
+	srq->ring = ring;
+	srq->ring_size = mi.size;
+	ferroce_wq_init(&srq->wq, ring, mi.num_entries, srq->wq.wqe_size);
+out:
+	pthread_spin_unlock(&srq->lock);
+	return ret;
+}
+
+static int ferroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd = {};
+
+	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
+}
+
+static int ferroce_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct ferroce_srq *srq = to_fsrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+
+	munmap(srq->ring, srq->ring_size);
+	pthread_spin_destroy(&srq->lock);
+	free(srq);
+	return 0;
+}
+
+static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+				 struct ibv_recv_wr **bad_wr)
+{
+	struct ferroce_srq *srq = to_fsrq(ibsrq);
+	int ret;
+
+	/* An SRQ needs no doorbell: its work is taken as messages arrive. */
+	pthread_spin_lock(&srq->lock);
+	ret = post_recv_wrs(&srq->wq, wr, bad_wr);
+	ferroce_wq_publish(&srq->wq);
+	pthread_spin_unlock(&srq->lock);
 	return ret;
 }
 
@@ -491,21 +640,27 @@ static const struct verbs_context_ops ferroce_ctx_ops = {
 	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
 	.create_qp = ferroce_create_qp,
+	.create_srq = ferroce_create_srq,
 	.dealloc_pd = ferroce_dealloc_pd,
 	.dereg_mr = ferroce_dereg_mr,
 	.destroy_ah = ferroce_destroy_ah,
 	.destroy_cq = ferroce_destroy_cq,
 	.destroy_qp = ferroce_destroy_qp,
+	.destroy_srq = ferroce_destroy_srq,
 	.modify_qp = ferroce_modify_qp,
+	.modify_srq = ferroce_modify_srq,
 	.free_context = ferroce_free_context,
 	.query_device_ex = ferroce_query_device_ex,
 	.poll_cq = ferroce_poll_cq,
 	.post_recv = ferroce_post_recv,
 	.post_send = ferroce_post_send,
+	.post_srq_recv = ferroce_post_srq_recv,
 	.query_qp = ferroce_query_qp,
 	.query_port = ferroce_query_port,
+	.query_srq = ferroce_query_srq,
 	.reg_mr = ferroce_reg_mr,
 	.req_notify_cq = ferroce_req_notify_cq,
+	.rereg_mr = ferroce_rereg_mr,
 	.resize_cq = ferroce_resize_cq,
 };
 

@@ -39,7 +39,7 @@ struct ferroce_qp {
 	pthread_spinlock_t rq_lock;
 	void *sq_ring;
 	size_t sq_size;
-	void *rq_ring;
+	void *rq_ring;		/* NULL when the QP receives from an SRQ */
 	size_t rq_size;
 	struct ferroce_wq_state sq;
 	struct ferroce_wq_state rq;
@@ -48,6 +48,20 @@ struct ferroce_qp {
 static inline struct ferroce_qp *to_fqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct ferroce_qp, vqp.qp);
+}
+
+struct ferroce_srq {
+	struct verbs_srq vsrq;
+	/* One producer; also held across a resize, which moves the ring. */
+	pthread_spinlock_t lock;
+	void *ring;
+	size_t ring_size;
+	struct ferroce_wq_state wq;
+};
+
+static inline struct ferroce_srq *to_fsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct ferroce_srq, vsrq.srq);
 }
 
 struct ferroce_ah {

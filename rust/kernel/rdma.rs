@@ -21,6 +21,7 @@ pub mod mr;
 pub mod object;
 pub mod pd;
 pub mod qp;
+pub mod srq;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
@@ -33,9 +34,12 @@ pub use attr::{
 pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
 pub use mmap::SharedBuffer;
-pub use mr::{access, Mr};
+pub use mr::{access, rereg, Mr, MrChange};
 pub use pd::Pd;
-pub use qp::{mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpInitAttr, QpState, QpType};
+pub use qp::{
+    mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpType,
+};
+pub use srq::{mask as srq_mask, Srq, SrqAttr, SrqEvent};
 pub use ucontext::UContext;
 pub use udata::Udata;
 pub use umem::Umem;

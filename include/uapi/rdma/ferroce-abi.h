@@ -20,8 +20,8 @@
 #define FERROCE_NODE_DESC "ferroce"
 
 /*
- * Queues shared with user space (CQ now; SQ, RQ and SRQ with the same
- * layout).  A queue is one mapping: a control block, then 2^n entries of a
+ * Queues shared with user space: CQs, where the kernel produces, and SQs,
+ * RQs and SRQs, where user space produces, all with the same layout.  A queue is one mapping: a control block, then 2^n entries of a
  * fixed size starting at FERROCE_QUEUE_ENTRIES.  Producer and consumer
  * indices are free-running u32 counters on separate cache lines (entry =
  * index & (num_entries - 1)), so either side learns how much work waits
@@ -48,9 +48,12 @@ struct ferroce_queue_ctrl {
 #define FERROCE_QUEUE_ERROR	(1U << 0)	/* the kernel stopped using it */
 #define FERROCE_QUEUE_OVERFLOW	(1U << 1)	/* CQ: a completion was lost */
 /*
- * SQ: nothing in the kernel is watching the producer index, so new work
- * needs the POST_SEND doorbell system call.  While it is clear (a kernel
- * poller owns the queue) the provider only stores the producer index.
+ * SQ, RQ: nothing in the kernel is watching the producer index, so new work
+ * needs the doorbell system call: POST_SEND (SQ) or POST_RECV (RQ), each
+ * with no work requests.  While it is clear (a kernel poller owns the SQ;
+ * an RQ whose work is taken as packets arrive) the provider only stores
+ * the producer index.  An RQ needs the doorbell while its QP is in the
+ * error state, where new work is flushed at once.
  */
 #define FERROCE_QUEUE_NEED_WAKEUP (1U << 2)
 
@@ -62,7 +65,15 @@ struct ferroce_queue_ctrl {
 #define FERROCE_CQ_NOTIFY_NEXT		1
 #define FERROCE_CQ_NOTIFY_SOLICITED	2
 
-/* A completion: 64 bytes, host byte order except imm_data (big endian). */
+/*
+ * A completion: 64 bytes, host byte order except imm_data (big endian).
+ * The kernel writes an entry, then publishes the producer index.  A full
+ * CQ never loses an entry already written: the completion that does not
+ * fit is dropped, FERROCE_QUEUE_OVERFLOW is set and the owner gets
+ * IBV_EVENT_CQ_ERR.  QPs moved to the error state complete their
+ * outstanding work requests with IBV_WC_WR_FLUSH_ERR, unsignaled ones
+ * included, in posting order, receive queue after send queue.
+ */
 struct ferroce_cqe {
 	__aligned_u64 wr_id;
 	__u32 status;		/* enum ibv_wc_status */
@@ -89,7 +100,11 @@ struct ferroce_sge {
 	__u32 lkey;
 };
 
-/* A receive work request (RQ and SRQ): a header, then num_sge SGEs. */
+/*
+ * A receive work request (RQ and SRQ): a header, then num_sge SGEs.  An
+ * SRQ's WQEs are taken by whichever of its QPs receives a message, so they
+ * complete in arrival order, not posting order.
+ */
 struct ferroce_recv_wqe {
 	__aligned_u64 wr_id;
 	__u32 num_sge;
@@ -148,6 +163,28 @@ struct ferroce_create_qp_resp {
 	struct ferroce_mmap_info rq_mi;
 	__u32 sq_wqe_size;
 	__u32 rq_wqe_size;
+};
+
+/*
+ * A basic SRQ's queue.  Its limit is armed with ibv_modify_srq; when fewer
+ * WQEs than the limit remain (at arming time or later), the kernel reports
+ * IBV_EVENT_SRQ_LIMIT_REACHED once and disarms it.
+ */
+struct ferroce_create_srq_resp {
+	struct ferroce_mmap_info mi;
+	__u32 wqe_size;
+	__u32 reserved;
+};
+
+/*
+ * ibv_modify_srq with IBV_SRQ_MAX_WR moves the SRQ to a new queue, with
+ * the WQEs not yet taken moved to its first entries and its producer index
+ * set to their number.  MODIFY_SRQ has no response, so the kernel writes
+ * the new queue's ferroce_mmap_info to user memory at mmap_info_addr; the
+ * provider maps it and unmaps the old one.
+ */
+struct ferroce_modify_srq_cmd {
+	__aligned_u64 mmap_info_addr;
 };
 
 struct ferroce_create_cq_resp {

@@ -27,6 +27,39 @@ pub struct CqInitAttr {
 pub type Cq<T> = Object<T, CqKind>;
 
 impl<T: Driver> Cq<T> {
+    /// Calls the CQ's completion handler: the owner asked to be told of new completions (for
+    /// a user CQ, this queues an event on its completion channel).
+    ///
+    /// Callable from any context, including softirq.
+    pub fn notify_completion(&self) {
+        let raw = self.as_raw();
+        // SAFETY: ib_core sets the handler and its context before the driver sees the CQ and
+        // never changes them; the CQ is alive for `&self`.
+        let (handler, context) = unsafe { ((*raw).comp_handler, (*raw).cq_context) };
+        if let Some(handler) = handler {
+            // SAFETY: The handler is ib_core's or a ULP's, called for this live CQ.
+            unsafe { handler(raw, context) };
+        }
+    }
+
+    /// Reports a CQ error (`IB_EVENT_CQ_ERR`), e.g. an overrun, to the CQ's owner (the async
+    /// event queue of a user CQ).
+    pub fn dispatch_error(&self) {
+        let raw = self.as_raw();
+        // SAFETY: As for `notify_completion`.
+        let (handler, context, device) =
+            unsafe { ((*raw).event_handler, (*raw).cq_context, (*raw).device) };
+        let mut ev = bindings::ib_event {
+            device,
+            element: bindings::ib_event__bindgen_ty_1 { cq: raw },
+            event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+        };
+        if let Some(handler) = handler {
+            // SAFETY: `ev` is valid for the call; the handler is ib_core's or a ULP's.
+            unsafe { handler(&mut ev, context) };
+        }
+    }
+
     /// Records the number of entries the CQ really has, which ib_core reports to its creator.
     pub(crate) fn set_cqe_raw(raw: *mut bindings::ib_cq, cqe: u32) -> crate::error::Result {
         let cqe = i32::try_from(cqe).map_err(|_| crate::error::code::EINVAL)?;

@@ -9,9 +9,10 @@ use super::{
     attr::{DeviceAttr, LinkLayer, PortAttr, PortEvent, PortImmutable},
     cq::{Cq, CqInitAttr},
     mmap,
-    mr::Mr,
+    mr::{Mr, MrChange},
     pd::Pd,
     qp::{Qp, QpAttr, QpInitAttr},
+    srq::{Srq, SrqAttr},
     ucontext::UContext,
     udata::Udata,
 };
@@ -50,6 +51,8 @@ pub trait Driver: Sized + 'static {
     type AhData: Send + Sync;
     /// Data the driver keeps in each queue pair.
     type QpData: Send + Sync;
+    /// Data the driver keeps in each shared receive queue.
+    type SrqData: Send + Sync;
     /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
     const DRIVER_ID: bindings::rdma_driver_id;
     /// The uverbs ABI version the driver's provider must match.
@@ -112,6 +115,44 @@ pub trait Driver: Sized + 'static {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// The receive doorbell of a user QP: its receive queue has new work the kernel must look
+    /// at now (`post_recv` with no work requests, from the `POST_RECV` write() command).
+    fn ring_rq_doorbell(_qp: &Qp<Self>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver data of a basic shared receive queue on `pd` (`create_srq`). `attr`
+    /// is what was asked for; the driver raises `max_wr` and `max_sge` to what it provides.
+    fn create_srq(
+        _pd: &Pd<Self>,
+        _attr: &mut SrqAttr,
+        _uctx: Option<&UContext<Self>>,
+        _udata: &mut Udata<'_>,
+    ) -> Result<Self::SrqData> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes the SRQ and/or arms its limit, as `mask` ([`super::srq::mask`]) says
+    /// (`modify_srq`). `uctx` is the calling process's context, `None` for kernel users.
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attr: &SrqAttr,
+        _mask: u32,
+        _uctx: Option<&UContext<Self>>,
+        _udata: &mut Udata<'_>,
+    ) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Reports the SRQ's attributes (`query_srq`).
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called as an SRQ is destroyed, before its data is dropped (`destroy_srq`). ib_core has
+    /// checked that no QP uses it any more.
+    fn destroy_srq(_srq: &Srq<Self>) {}
+
     /// Creates the driver data of an address handle for `av` on `pd` (`create_ah` for kernel
     /// users, `create_user_ah` for processes). `sleepable` is false when the caller is atomic.
     fn create_ah(
@@ -134,6 +175,18 @@ pub trait Driver: Sized + 'static {
         _length: u64,
         _iova: u64,
         _access: u32,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(Self::MrData, u32, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Re-registers a user MR (`rereg_user_mr`): returns a new MR (data, lkey, rkey) that
+    /// replaces `mr`, on `pd`, with the fields `change` names replaced. ib_core then destroys
+    /// `mr`; if this fails, `mr` stays as it was.
+    fn rereg_user_mr(
+        _mr: &Mr<Self>,
+        _change: &MrChange,
+        _pd: &Pd<Self>,
         _udata: &mut Udata<'_>,
     ) -> Result<(Self::MrData, u32, u32)> {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
@@ -329,6 +382,11 @@ impl<T: Driver> Device<T> {
                 (*raw).uverbs_cmd_mask |=
                     1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
             }
+            if T::HAS_RING_RQ_DOORBELL {
+                // And the receive doorbell a POST_RECV write() with none.
+                (*raw).uverbs_cmd_mask |=
+                    1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV;
+            }
             let desc = &mut (*raw).node_desc;
             let n = params.node_desc.len().min(desc.len() - 1);
             for (d, s) in desc.iter_mut().zip(&params.node_desc[..n]) {
@@ -393,6 +451,11 @@ impl<T: Driver> Device<T> {
         } else {
             None
         },
+        post_recv: if T::HAS_RING_RQ_DOORBELL {
+            Some(Adapter::<T>::post_recv)
+        } else {
+            None
+        },
         query_qp: if T::HAS_QUERY_QP {
             Some(Adapter::<T>::query_qp)
         } else {
@@ -420,6 +483,31 @@ impl<T: Driver> Device<T> {
         },
         reg_user_mr: if T::HAS_REG_USER_MR {
             Some(Adapter::<T>::reg_user_mr)
+        } else {
+            None
+        },
+        rereg_user_mr: if T::HAS_REREG_USER_MR {
+            Some(Adapter::<T>::rereg_user_mr)
+        } else {
+            None
+        },
+        create_srq: if T::HAS_CREATE_SRQ {
+            Some(Adapter::<T>::create_srq)
+        } else {
+            None
+        },
+        destroy_srq: if T::HAS_CREATE_SRQ {
+            Some(Adapter::<T>::destroy_srq)
+        } else {
+            None
+        },
+        modify_srq: if T::HAS_MODIFY_SRQ {
+            Some(Adapter::<T>::modify_srq)
+        } else {
+            None
+        },
+        query_srq: if T::HAS_QUERY_SRQ {
+            Some(Adapter::<T>::query_srq)
         } else {
             None
         },
@@ -467,6 +555,7 @@ impl<T: Driver> Device<T> {
         size_ib_cq: size_of::<Cq<T>>(),
         size_ib_pd: size_of::<Pd<T>>(),
         size_ib_qp: size_of::<Qp<T>>(),
+        size_ib_srq: size_of::<Srq<T>>(),
         size_ib_ucontext: size_of::<UContext<T>>(),
         // SAFETY: All other members are nullable pointers and integers, for which zero means
         // "not implemented".
@@ -747,6 +836,107 @@ impl<T: Driver> Adapter<T> {
 
     /// # Safety
     ///
+    /// Called by ib_core for a live QP; `wr` is null for a user QP's doorbell.
+    unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            if !wr.is_null() {
+                // Kernel work requests: not supported (ferroce is no kernel verbs provider).
+                // SAFETY: `bad_wr` is valid for writes.
+                unsafe { *bad_wr = wr };
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: The QP is alive for the call.
+            T::ring_rq_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed SRQ of `size_ib_srq` bytes whose `device` and `pd` are
+    /// set, a valid `init` and a valid or null `udata`.
+    unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: See above.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*srq).pd), &mut *init) };
+            if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                return Err(EOPNOTSUPP);
+            }
+            let mut attr = SrqAttr::from_raw(&init.attr);
+            // SAFETY: See above.
+            let uctx = unsafe { Self::uctx_of(udata) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::create_srq(pd, &mut attr, uctx, &mut udata)?;
+            attr.write_to(&mut init.attr);
+            // SAFETY: The slot is inside the SRQ allocation and uninitialised.
+            unsafe { Srq::<T>::data_slot(srq).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live SRQ with a valid attribute and a valid or null `udata`.
+    unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: Valid for the call.
+            let a = SrqAttr::from_raw(unsafe { &*attr });
+            // SAFETY: `udata` is null or a uverbs call's driver udata.
+            let uctx = unsafe { Self::uctx_of(udata) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            // SAFETY: The SRQ is alive for the call.
+            T::modify_srq(unsafe { Srq::<T>::from_raw(srq) }, &a, mask, uctx, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live SRQ with a valid output attribute.
+    unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The SRQ is alive for the call.
+            let a = T::query_srq(unsafe { Srq::<T>::from_raw(srq) })?;
+            // SAFETY: Valid for writes for the call.
+            a.write_to(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for an SRQ whose `create_srq` succeeded and that nothing uses.
+    unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The SRQ is alive until we return.
+        T::destroy_srq(unsafe { Srq::<T>::from_raw(srq) });
+        // SAFETY: `create_srq` initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Srq::<T>::data_slot(srq)) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// Called by ib_core with a zeroed AH of `size_ib_ah` bytes whose `device` and `pd` are set.
     unsafe extern "C" fn create_ah(
         ah: *mut bindings::ib_ah,
@@ -800,13 +990,51 @@ impl<T: Driver> Adapter<T> {
             let mut udata = unsafe { Udata::from_raw(udata) };
             let (data, lkey, rkey) =
                 T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)?;
-            // SAFETY: ib_core expects a zeroed `ib_mr` (it fills in the rest).
-            let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
-            ib.lkey = lkey;
-            ib.rkey = rkey;
-            let mr =
-                crate::alloc::KBox::new(Mr::<T>::new(ib, data), crate::alloc::flags::GFP_KERNEL)?;
-            Ok(crate::alloc::KBox::into_raw(mr).cast())
+            Self::new_mr(data, lkey, rkey)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// Allocates an MR for ib_core (which leaves MR allocation to drivers).
+    fn new_mr(data: T::MrData, lkey: u32, rkey: u32) -> Result<*mut bindings::ib_mr> {
+        // SAFETY: ib_core expects a zeroed `ib_mr` (it fills in the rest).
+        let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
+        ib.lkey = lkey;
+        ib.rkey = rkey;
+        let mr = crate::alloc::KBox::new(Mr::<T>::new(ib, data), crate::alloc::flags::GFP_KERNEL)?;
+        Ok(crate::alloc::KBox::into_raw(mr).cast())
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live user MR of this driver and a live PD of its device.
+    unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: crate::ffi::c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: crate::ffi::c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            let change = MrChange {
+                flags: flags as u32,
+                start,
+                length,
+                iova,
+                access: access as u32,
+            };
+            // SAFETY: The MR and the PD are alive for the call.
+            let (mr, pd) = unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd)) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let (data, lkey, rkey) = T::rereg_user_mr(mr, &change, pd, &mut udata)?;
+            Self::new_mr(data, lkey, rkey)
         })();
         match r {
             Ok(p) => p,
@@ -893,21 +1121,8 @@ impl<T: Driver> Adapter<T> {
     ) -> crate::ffi::c_int {
         from_result(|| {
             let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
-            let uctx = if udata.is_null() {
-                None
-            } else {
-                // SAFETY: A user call's udata is the `driver_udata` at the start of its
-                // `uverbs_attr_bundle` (what `rdma_udata_to_drv_context` relies on), which names
-                // the caller's live context.
-                Some(unsafe {
-                    UContext::<T>::from_raw(
-                        (*udata.cast::<bindings::uverbs_attr_bundle>())
-                            .__bindgen_anon_1
-                            .__bindgen_anon_1
-                            .context,
-                    )
-                })
-            };
+            // SAFETY: `udata` is null or a uverbs call's driver udata.
+            let uctx = unsafe { Self::uctx_of(udata) };
             // SAFETY: `udata` is valid or null for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
             // SAFETY: The CQ is alive for the call.

@@ -25,3 +25,30 @@ pub mod access {
 /// A memory region with the driver's data (`T::MrData`); ib_core leaves MR allocation to drivers,
 /// so this layer allocates it in `reg_user_mr` and frees it in `dereg_mr`.
 pub type Mr<T> = Object<T, MrKind>;
+
+/// What a re-registration changes (`enum ib_mr_rereg_flags`).
+pub mod rereg {
+    use crate::bindings;
+
+    /// New memory: `start`, `length` and `iova`.
+    pub const TRANS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
+    /// A new protection domain.
+    pub const PD: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_PD;
+    /// New access flags.
+    pub const ACCESS: u32 = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
+}
+
+/// A re-registration request (`rereg_user_mr`): the fields named by `flags` replace the MR's.
+#[derive(Clone, Copy, Debug)]
+pub struct MrChange {
+    /// [`rereg`] flags; ib_core accepts no others.
+    pub flags: u32,
+    /// With [`rereg::TRANS`]: the new user address.
+    pub start: u64,
+    /// With [`rereg::TRANS`]: the new length.
+    pub length: u64,
+    /// With [`rereg::TRANS`]: the new address peers use.
+    pub iova: u64,
+    /// With [`rereg::ACCESS`]: the new access flags (ib_core has checked them).
+    pub access: u32,
+}

@@ -32,7 +32,7 @@ macro_rules! ib_object {
         }
     )*};
 }
-ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_ah, ib_qp);
+ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_ah, ib_qp, ib_srq);
 
 /// A kind of object: its C type and the driver data `T` keeps in it.
 pub trait Kind {
@@ -82,6 +82,13 @@ pub enum QpKind {}
 impl Kind for QpKind {
     type Raw = bindings::ib_qp;
     type Data<T: Driver> = T::QpData;
+}
+
+/// A shared receive queue (see [`super::srq`]).
+pub enum SrqKind {}
+impl Kind for SrqKind {
+    type Raw = bindings::ib_srq;
+    type Data<T: Driver> = T::SrqData;
 }
 
 /// An ib_core object of kind `K` with driver `T`'s data after it.

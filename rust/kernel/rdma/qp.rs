@@ -7,8 +7,10 @@
 
 use super::{
     ah::AddressVector,
+    cq::Cq,
     device::Driver,
     object::{Object, QpKind},
+    srq::Srq,
 };
 use crate::{bindings, error::code::*, error::Result};
 
@@ -21,6 +23,64 @@ impl<T: Driver> Qp<T> {
         // SAFETY: Set in `create_qp`, constant afterwards.
         unsafe { (*self.as_raw()).qp_num }
     }
+
+    /// The CQ the send queue completes to.
+    pub fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: ib_core sets `send_cq` before `create_qp` and holds a use count on it until
+        // the QP is destroyed, so it outlives `&self`; all objects of a device share its
+        // driver.
+        unsafe { Cq::from_raw((*self.as_raw()).send_cq) }
+    }
+
+    /// The CQ the receive queue (or the SRQ, for this QP's receives) completes to.
+    pub fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: As for `send_cq`.
+        unsafe { Cq::from_raw((*self.as_raw()).recv_cq) }
+    }
+
+    /// The shared receive queue the QP receives from, if it has one.
+    pub fn srq(&self) -> Option<&Srq<T>> {
+        // SAFETY: As for `send_cq`: set before `create_qp`, held until the QP is destroyed.
+        let srq = unsafe { (*self.as_raw()).srq };
+        // SAFETY: A non-null SRQ is live (see above).
+        (!srq.is_null()).then(|| unsafe { Srq::from_raw(srq) })
+    }
+
+    /// Reports `event` to the QP's owner (the async event queue of a user QP).
+    pub fn dispatch_event(&self, event: QpEvent) {
+        let raw = self.as_raw();
+        // SAFETY: ib_core sets the handler and its context before `create_qp` and never changes
+        // them; the QP is alive for `&self`.
+        let (handler, context, device) =
+            unsafe { ((*raw).event_handler, (*raw).qp_context, (*raw).device) };
+        let mut ev = bindings::ib_event {
+            device,
+            element: bindings::ib_event__bindgen_ty_1 { qp: raw },
+            event: event as u32,
+        };
+        if let Some(handler) = handler {
+            // SAFETY: `ev` is valid for the call; the handler is ib_core's.
+            unsafe { handler(&mut ev, context) };
+        }
+    }
+}
+
+/// Asynchronous events of a QP (`enum ib_event_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum QpEvent {
+    /// The QP hit an error it cannot report in a completion and went to the error state.
+    Fatal = bindings::ib_event_type_IB_EVENT_QP_FATAL,
+    /// A responder detected a request error (invalid opcode, sequence).
+    RequestError = bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+    /// A responder detected an access violation.
+    AccessError = bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+    /// The first packet arrived on a QP in RTR: communication is established.
+    CommEstablished = bindings::ib_event_type_IB_EVENT_COMM_EST,
+    /// The send queue drained (SQD with `en_sqd_async_notify`).
+    SqDrained = bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+    /// A QP on an SRQ went to the error state: it will take no more receive work requests.
+    LastWqeReached = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
 }
 
 /// QP transport types (`enum ib_qp_type`).

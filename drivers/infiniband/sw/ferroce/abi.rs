@@ -16,8 +16,16 @@ pub(crate) const QUEUE_ENTRIES: usize = 256;
 /// `ferroce_queue_ctrl.flags`.
 pub(crate) const QUEUE_ERROR: u32 = 1 << 0;
 
-/// `ferroce_queue_ctrl.flags`: the SQ needs the POST_SEND doorbell system call.
+/// `ferroce_queue_ctrl.flags`: a CQ lost a completion (overrun).
+pub(crate) const QUEUE_OVERFLOW: u32 = 1 << 1;
+/// `ferroce_queue_ctrl.flags`: new work needs the doorbell system call (POST_SEND for an SQ,
+/// POST_RECV for an RQ).
 pub(crate) const QUEUE_NEED_WAKEUP: u32 = 1 << 2;
+
+/// `ferroce_queue_ctrl.notify` of a CQ: signal the next completion.
+pub(crate) const CQ_NOTIFY_NEXT: u32 = 1;
+/// `ferroce_queue_ctrl.notify` of a CQ: signal the next solicited completion.
+pub(crate) const CQ_NOTIFY_SOLICITED: u32 = 2;
 
 /// `sizeof(struct ferroce_send_wqe)`: the header before the SGEs or inline data.
 pub(crate) const SEND_WQE_HEADER: usize = 64;
@@ -28,6 +36,119 @@ pub(crate) const SGE_SIZE: usize = 16;
 
 /// `sizeof(struct ferroce_cqe)`.
 pub(crate) const CQE_SIZE: usize = 64;
+
+/// Byte offsets in the WQE headers (`struct ferroce_send_wqe`, `struct ferroce_recv_wqe`).
+pub(crate) const WQE_WR_ID: usize = 0;
+pub(crate) const SEND_WQE_OPCODE: usize = 8;
+
+/// `enum ibv_wc_status` values ferroce reports.
+pub(crate) mod wc_status {
+    pub(crate) const WR_FLUSH_ERR: u32 = 5;
+}
+
+/// `enum ibv_wc_opcode`.
+pub(crate) mod wc_opcode {
+    pub(crate) const SEND: u32 = 0;
+    pub(crate) const RDMA_WRITE: u32 = 1;
+    pub(crate) const RDMA_READ: u32 = 2;
+    pub(crate) const COMP_SWAP: u32 = 3;
+    pub(crate) const FETCH_ADD: u32 = 4;
+    pub(crate) const BIND_MW: u32 = 5;
+    pub(crate) const LOCAL_INV: u32 = 6;
+    pub(crate) const RECV: u32 = 128;
+}
+
+/// `enum ibv_wr_opcode`.
+pub(crate) mod wr_opcode {
+    pub(crate) const RDMA_WRITE: u32 = 0;
+    pub(crate) const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub(crate) const SEND: u32 = 2;
+    pub(crate) const SEND_WITH_IMM: u32 = 3;
+    pub(crate) const RDMA_READ: u32 = 4;
+    pub(crate) const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub(crate) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(crate) const LOCAL_INV: u32 = 7;
+    pub(crate) const BIND_MW: u32 = 8;
+    pub(crate) const SEND_WITH_INV: u32 = 9;
+}
+
+/// The completion opcode of a send work request's opcode, `None` for an unknown one.
+pub(crate) fn wc_opcode_of(wr: u32) -> Option<u32> {
+    use wr_opcode as w;
+    Some(match wr {
+        w::SEND | w::SEND_WITH_IMM | w::SEND_WITH_INV => wc_opcode::SEND,
+        w::RDMA_WRITE | w::RDMA_WRITE_WITH_IMM => wc_opcode::RDMA_WRITE,
+        w::RDMA_READ => wc_opcode::RDMA_READ,
+        w::ATOMIC_CMP_AND_SWP => wc_opcode::COMP_SWAP,
+        w::ATOMIC_FETCH_AND_ADD => wc_opcode::FETCH_ADD,
+        w::LOCAL_INV => wc_opcode::LOCAL_INV,
+        w::BIND_MW => wc_opcode::BIND_MW,
+        _ => return None,
+    })
+}
+
+/// `struct ferroce_cqe`: the fields the kernel fills in (the rest are zero).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cqe {
+    pub(crate) wr_id: u64,
+    pub(crate) status: u32,
+    pub(crate) opcode: u32,
+    pub(crate) vendor_err: u32,
+    pub(crate) byte_len: u32,
+    /// Big endian, as on the wire (or the invalidated rkey).
+    pub(crate) imm_data: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) src_qp: u32,
+    pub(crate) wc_flags: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) sl: u8,
+    pub(crate) port_num: u8,
+    /// Not part of the entry: whether it satisfies a "solicited only" arming.
+    pub(crate) solicited: bool,
+}
+
+impl Cqe {
+    /// A flushed work request's completion.
+    pub(crate) fn flushed(wr_id: u64, opcode: u32, qp_num: u32) -> Self {
+        Cqe {
+            wr_id,
+            status: wc_status::WR_FLUSH_ERR,
+            opcode,
+            qp_num,
+            port_num: 1,
+            ..Cqe::default()
+        }
+    }
+
+    /// The C layout, native byte order.
+    pub(crate) fn to_bytes(&self) -> [u8; CQE_SIZE] {
+        let mut b = [0u8; CQE_SIZE];
+        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        let words = [
+            self.status,
+            self.opcode,
+            self.vendor_err,
+            self.byte_len,
+            self.imm_data,
+            self.qp_num,
+            self.src_qp,
+            self.wc_flags,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
+        b[40..42].copy_from_slice(&self.pkey_index.to_ne_bytes());
+        // slid (42..44) stays 0: RoCE has no LIDs.
+        b[44] = self.sl;
+        b[46] = self.port_num;
+        b
+    }
+}
+
+/// Whether a CQ armed with `notify` (`FERROCE_CQ_NOTIFY_*`) signals a completion.
+pub(crate) fn notify_fires(notify: u32, solicited: bool) -> bool {
+    notify == CQ_NOTIFY_NEXT || (notify == CQ_NOTIFY_SOLICITED && solicited)
+}
 
 /// The bytes a queue of `num_entries` entries of `entry_size` bytes maps, if representable.
 pub(crate) fn queue_bytes(num_entries: u32, entry_size: usize) -> Option<usize> {
@@ -79,6 +200,23 @@ pub(crate) fn create_qp_resp(
     b[32..36].copy_from_slice(&sq_wqe.to_ne_bytes());
     b[36..40].copy_from_slice(&rq_wqe.to_ne_bytes());
     b
+}
+
+/// `struct ferroce_create_srq_resp`: the SRQ's mapping and its entry size.
+pub(crate) fn create_srq_resp(mi: &MmapInfo, wqe_size: u32) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[0..16].copy_from_slice(&mi.to_bytes());
+    b[16..20].copy_from_slice(&wqe_size.to_ne_bytes());
+    b
+}
+
+/// `sizeof(struct ferroce_modify_srq_cmd)`.
+pub(crate) const MODIFY_SRQ_CMD_SIZE: usize = 8;
+
+/// `struct ferroce_modify_srq_cmd`: where user space wants a resized SRQ's new mapping
+/// described (`mmap_info_addr`).
+pub(crate) fn modify_srq_cmd(b: &[u8; MODIFY_SRQ_CMD_SIZE]) -> u64 {
+    u64::from_ne_bytes(*b)
 }
 
 /// Send and receive WQE sizes (powers of two) for the given capabilities.

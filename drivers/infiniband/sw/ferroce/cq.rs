@@ -39,6 +39,60 @@ impl CqRing {
     fn pending(&self) -> Result<u32> {
         self.queue.outstanding(self.producer)
     }
+
+    /// Writes `cqe` and publishes it; returns whether the owner asked to be signalled.
+    fn push(&mut self, cqe: &abi::Cqe) -> Result<Pushed> {
+        let buf = &self.queue.buf;
+        if buf.load_acquire(abi::CTRL_FLAGS)? & abi::QUEUE_OVERFLOW != 0 {
+            // Already overrun and reported: the CQ takes nothing more.
+            return Ok(Pushed::Dropped);
+        }
+        if self.pending()? >= self.queue.num_entries {
+            let flags = buf.load_acquire(abi::CTRL_FLAGS)?;
+            buf.store_release(abi::CTRL_FLAGS, flags | abi::QUEUE_OVERFLOW)?;
+            return Ok(Pushed::Overrun);
+        }
+        let slot = (self.producer & (self.queue.num_entries - 1)) as usize;
+        buf.write(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &cqe.to_bytes())?;
+        self.producer = self.producer.wrapping_add(1);
+        buf.store_release(abi::CTRL_PRODUCER, self.producer)?;
+        // Disarm with an exchange, so that a re-arm racing with us is never lost: it either
+        // lands before (and fires now) or after (and waits for the next completion).
+        if abi::notify_fires(buf.load_acquire(abi::CTRL_NOTIFY)?, cqe.solicited)
+            && buf.swap(abi::CTRL_NOTIFY, 0)? != 0
+        {
+            return Ok(Pushed::Signal);
+        }
+        Ok(Pushed::Quiet)
+    }
+}
+
+/// What became of a completion.
+enum Pushed {
+    /// Written; nobody waits for it.
+    Quiet,
+    /// Written; the CQ was armed for it.
+    Signal,
+    /// The CQ is full: lost, and the CQ overran just now.
+    Overrun,
+    /// The CQ overran earlier: lost.
+    Dropped,
+}
+
+/// Delivers a completion to `cq`: written to its ring, then the completion handler if the CQ
+/// was armed for it. A full CQ loses the completion, never one already written: it is marked
+/// overrun and its owner gets `IB_EVENT_CQ_ERR` (once).
+///
+/// Fails only if user space corrupted the ring (which is then in error).
+pub(crate) fn post(cq: &Cq<Ferroce>, cqe: &abi::Cqe) -> Result {
+    let pushed = cq.data().ring.lock().push(cqe)?;
+    // The handlers run outside the ring lock: they may poll.
+    match pushed {
+        Pushed::Signal => cq.notify_completion(),
+        Pushed::Overrun => cq.dispatch_error(),
+        Pushed::Quiet | Pushed::Dropped => {}
+    }
+    Ok(())
 }
 
 fn entries_for(cqe: u32) -> Result<u32> {

@@ -11,8 +11,8 @@ use kernel::{
     prelude::*,
     rdma::{
         self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
-        DeviceParams, LinkLayer, Mr, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable,
-        PortState, Qp, QpAttr, QpInitAttr, UContext, Udata,
+        DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable,
+        PortState, Qp, QpAttr, QpInitAttr, Srq, SrqAttr, UContext, Udata,
     },
     str::CStr,
     sync::{Mutex, SpinLock},
@@ -23,7 +23,7 @@ use crate::{
     count::{LimitReached, ObjectCount},
     cq, guid,
     keys::KeyTable,
-    limits, mr, qp,
+    limits, mr, qp, srq,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -44,6 +44,8 @@ pub(crate) struct DeviceData {
     pub(crate) pds: ObjectCount,
     /// Completion queues in existence.
     pub(crate) cqs: ObjectCount,
+    /// Shared receive queues in existence.
+    pub(crate) srqs: ObjectCount,
     /// The memory keys of the device's MRs (their number is bounded by the table).
     pub(crate) mr_keys: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
     /// The numbers of the device's QPs (bounded by the table: max_qp).
@@ -102,6 +104,7 @@ impl rdma::Driver for Ferroce {
     type MrData = mr::MrData;
     type AhData = ah::AhData;
     type QpData = qp::QpData;
+    type SrqData = srq::SrqData;
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -221,7 +224,38 @@ impl rdma::Driver for Ferroce {
     }
 
     fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
-        qp::doorbell(q)
+        qp::sq_doorbell(q)
+    }
+
+    fn ring_rq_doorbell(q: &Qp<Self>) -> Result {
+        qp::rq_doorbell(q)
+    }
+
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &mut SrqAttr,
+        uctx: Option<&UContext<Self>>,
+        udata: &mut Udata<'_>,
+    ) -> Result<srq::SrqData> {
+        srq::create(pd, attr, uctx, udata)
+    }
+
+    fn modify_srq(
+        s: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: u32,
+        uctx: Option<&UContext<Self>>,
+        udata: &mut Udata<'_>,
+    ) -> Result {
+        srq::modify(s, attr, mask, uctx, udata)
+    }
+
+    fn query_srq(s: &Srq<Self>) -> Result<SrqAttr> {
+        srq::query(s)
+    }
+
+    fn destroy_srq(s: &Srq<Self>) {
+        srq::destroy(s)
     }
 
     fn create_ah(
@@ -246,6 +280,15 @@ impl rdma::Driver for Ferroce {
         udata: &mut Udata<'_>,
     ) -> Result<(mr::MrData, u32, u32)> {
         mr::reg_user(pd, start, length, iova, access, udata)
+    }
+
+    fn rereg_user_mr(
+        old: &Mr<Self>,
+        change: &MrChange,
+        pd: &Pd<Self>,
+        udata: &mut Udata<'_>,
+    ) -> Result<(mr::MrData, u32, u32)> {
+        mr::rereg_user(old, change, pd, udata)
     }
 
     fn dereg_mr(mr: &Mr<Self>) {
@@ -309,6 +352,7 @@ impl link::Link for Ferroce {
             port_active: AtomicBool::new(false),
             pds: ObjectCount::new(),
             cqs: ObjectCount::new(),
+            srqs: ObjectCount::new(),
             mr_keys: KBox::pin_init(
                 new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
                 GFP_KERNEL,

@@ -25,6 +25,8 @@ mod mr;
 mod netevent;
 mod qp;
 mod queue;
+mod srq;
+mod wq;
 
 use device::Ferroce;
 

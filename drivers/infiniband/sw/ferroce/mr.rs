@@ -5,7 +5,7 @@
 
 use kernel::{
     prelude::*,
-    rdma::{access, Mr, Pd, Udata, Umem},
+    rdma::{access, rereg, Mr, MrChange, Pd, Udata, Umem},
 };
 
 use crate::{device::Ferroce, limits};
@@ -15,9 +15,10 @@ pub(crate) struct MrData {
     /// The pinned pages (used by the data path).
     #[expect(dead_code, reason = "read by the data path")]
     pub(crate) umem: Umem,
-    #[expect(dead_code, reason = "read by the data path")]
+    /// The user address and length registered (what a re-registration keeps).
+    start: u64,
+    length: u64,
     pub(crate) iova: u64,
-    #[expect(dead_code, reason = "read by the data path")]
     pub(crate) access: u32,
     pub(crate) key: u32,
 }
@@ -52,6 +53,8 @@ pub(crate) fn reg_user(
     Ok((
         MrData {
             umem,
+            start,
+            length,
             iova,
             access,
             key,
@@ -63,4 +66,28 @@ pub(crate) fn reg_user(
 
 pub(crate) fn dereg(mr: &Mr<Ferroce>) {
     mr.device().data().mr_keys.lock().free(mr.data().key);
+}
+
+/// Re-registration: a new MR with the old one's memory, access or PD replaced as `change`
+/// says. The old MR stays intact until ib_core destroys it after this succeeds, so a failed
+/// re-registration changes nothing; the new MR has new keys, so a peer holding the old rkey
+/// cannot reach it.
+pub(crate) fn rereg_user(
+    mr: &Mr<Ferroce>,
+    change: &MrChange,
+    pd: &Pd<Ferroce>,
+    udata: &mut Udata<'_>,
+) -> Result<(MrData, u32, u32)> {
+    let old = mr.data();
+    let (start, length, iova) = if change.flags & rereg::TRANS != 0 {
+        (change.start, change.length, change.iova)
+    } else {
+        (old.start, old.length, old.iova)
+    };
+    let access = if change.flags & rereg::ACCESS != 0 {
+        change.access
+    } else {
+        old.access
+    };
+    reg_user(pd, start, length, iova, access, udata)
 }

@@ -7,51 +7,57 @@ use kernel::{
     new_mutex,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, Mtu, Pd, Qp, QpAttr, QpCap, QpInitAttr, QpState,
-        QpType, UContext, Udata,
+        access, modify_is_ok, qp_mask as m, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent, QpInitAttr,
+        QpState, QpType, UContext, Udata,
     },
     sync::Mutex,
 };
 
 use crate::{
-    abi,
+    abi::{self, Cqe},
+    cq,
     device::{active_mtu, Ferroce},
     limits,
-    queue::{KernelSide, SharedQueue},
+    wq::WorkQueue,
 };
-
-/// A work queue shared with the provider: user space produces, the kernel consumes.
-struct WorkQueue {
-    queue: SharedQueue,
-    #[expect(dead_code, reason = "read by the data path")]
-    wqe_size: u32,
-    /// The kernel's consumer index (user space's copy is informational).
-    consumer: u32,
-}
-
-impl WorkQueue {
-    fn new(uctx: &UContext<Ferroce>, num_entries: u32, wqe_size: u32) -> Result<Self> {
-        let queue = SharedQueue::new(uctx, num_entries, wqe_size as usize, KernelSide::Consumer)?;
-        Ok(WorkQueue {
-            queue,
-            wqe_size,
-            consumer: 0,
-        })
-    }
-
-    /// Work posted and not yet consumed.
-    fn pending(&self) -> Result<u32> {
-        self.queue.outstanding(self.consumer)
-    }
-}
 
 /// What `modify_qp`, `query_qp` and the doorbell share: the attributes and the rings.
 struct QpShared {
     attr: QpAttr,
     sq: WorkQueue,
-    /// Holds the receive ring's mapping; its consumer comes with the data path.
-    #[expect(dead_code, reason = "consumed by the data path")]
-    rq: WorkQueue,
+    /// `None` when the QP receives from an SRQ.
+    rq: Option<WorkQueue>,
+}
+
+impl QpShared {
+    /// Completes every posted send WQE with a flush error (the QP is in ERR).
+    fn flush_sq(&mut self, qp: &Qp<Ferroce>) -> Result {
+        let qpn = qp.qp_num();
+        self.sq.drain(|hdr: &[u8; abi::SEND_WQE_HEADER]| {
+            let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
+            let op = u32::from_ne_bytes(
+                hdr[abi::SEND_WQE_OPCODE..][..4]
+                    .try_into()
+                    .unwrap_or([0; 4]),
+            );
+            // An unknown opcode still completes (as a send): the WQE is not executed.
+            let opcode = abi::wc_opcode_of(op).unwrap_or(abi::wc_opcode::SEND);
+            // A corrupt CQ ring is the owner's problem; the flush goes on.
+            let _ = cq::post(qp.send_cq(), &Cqe::flushed(wr_id, opcode, qpn));
+        })
+    }
+
+    /// Completes every posted receive WQE with a flush error (the QP is in ERR).
+    fn flush_rq(&mut self, qp: &Qp<Ferroce>) -> Result {
+        let Some(rq) = self.rq.as_mut() else {
+            return Ok(());
+        };
+        let qpn = qp.qp_num();
+        rq.drain(|hdr: &[u8; abi::RECV_WQE_HEADER]| {
+            let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
+            let _ = cq::post(qp.recv_cq(), &Cqe::flushed(wr_id, abi::wc_opcode::RECV, qpn));
+        })
+    }
 }
 
 /// Per-QP state.
@@ -76,8 +82,13 @@ pub(crate) fn create(
 ) -> Result<(QpData, u32)> {
     // Kernel ULPs cannot use ferroce yet (it is no kverbs provider): user QPs only.
     let uctx = uctx.ok_or(EOPNOTSUPP)?;
-    if init.qp_type == QpType::Uc || init.create_flags != 0 || init.has_srq {
+    if init.qp_type == QpType::Uc || init.create_flags != 0 {
         return Err(EOPNOTSUPP);
+    }
+    if init.has_srq {
+        // Receives come from the SRQ: the QP has no receive queue of its own.
+        init.cap.max_recv_wr = 0;
+        init.cap.max_recv_sge = 0;
     }
     udata.require_no_input()?;
     let cap = init.cap;
@@ -87,27 +98,32 @@ pub(crate) fn create(
     {
         return Err(EINVAL);
     }
-    let (sq_entries, rq_entries) = (entries(cap.max_send_wr)?, entries(cap.max_recv_wr)?);
+    let sq_entries = entries(cap.max_send_wr)?;
     let (sq_wqe, rq_wqe) = abi::wqe_sizes(cap.max_send_sge, cap.max_inline_data, cap.max_recv_sge);
     let sq = WorkQueue::new(uctx, sq_entries, sq_wqe)?;
-    let rq = WorkQueue::new(uctx, rq_entries, rq_wqe)?;
+    let rq = if init.has_srq {
+        None
+    } else {
+        Some(WorkQueue::new(uctx, entries(cap.max_recv_wr)?, rq_wqe)?)
+    };
     // No kernel thread watches the send queue: every post needs the doorbell.
-    sq.queue
-        .buf
-        .store_release(abi::CTRL_FLAGS, abi::QUEUE_NEED_WAKEUP)?;
+    sq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
     let sge_room = |wqe: u32, header: usize| ((wqe as usize - header) / abi::SGE_SIZE) as u32;
     init.cap = QpCap {
         max_send_wr: sq_entries,
-        max_recv_wr: rq_entries,
+        max_recv_wr: rq.as_ref().map_or(0, |rq| rq.queue.num_entries),
         max_send_sge: sge_room(sq_wqe, abi::SEND_WQE_HEADER).min(limits::MAX_SGE),
-        max_recv_sge: sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE),
+        max_recv_sge: rq.as_ref().map_or(0, |_| {
+            sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE)
+        }),
         max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
     };
+    let rq_mi = rq.as_ref().map(|rq| rq.queue.mmap_info()).transpose()?;
     udata.write(&abi::create_qp_resp(
         &sq.queue.mmap_info()?,
-        Some(&rq.queue.mmap_info()?),
+        rq_mi.as_ref(),
         sq_wqe,
-        rq_wqe,
+        rq.as_ref().map_or(0, |_| rq_wqe),
     ))?;
     let attr = QpAttr {
         qp_state: QpState::Reset,
@@ -255,6 +271,36 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
     a.qp_state = next;
     a.cur_qp_state = next;
+    let mut last_wqe = false;
+    if next != cur {
+        match next {
+            QpState::Err => {
+                // Everything posted completes with a flush error, and so does everything
+                // posted from now on: the RQ needs its doorbell for that.
+                if let Some(rq) = &st.rq {
+                    rq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
+                }
+                // A corrupted ring flushes nothing; the QP is in error all the same.
+                let _ = st.flush_sq(qp);
+                let _ = st.flush_rq(qp);
+                last_wqe = qp.srq().is_some();
+            }
+            QpState::Reset => {
+                // Back to empty queues: posted work is dropped without completions.
+                let _ = st.sq.discard();
+                if let Some(rq) = &mut st.rq {
+                    let _ = rq.discard();
+                    rq.set_flag(abi::QUEUE_NEED_WAKEUP, false)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    drop(st);
+    if last_wqe {
+        // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
+        qp.dispatch_event(QpEvent::LastWqeReached);
+    }
     Ok(())
 }
 
@@ -264,14 +310,27 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     Ok((st.attr, data.init))
 }
 
-/// The provider posted send work. Until the data path lands nothing executes it; the doorbell
-/// validates the SQ's producer index so that a corrupted SQ is caught when it is rung. (The
-/// receive queue has no doorbell: its consumer will check it when it takes work.)
-pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
-    let st = qp.data().state.lock();
-    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+/// The provider posted send work. In ERR it is flushed at once. Otherwise, until the data path
+/// lands, nothing executes it; the doorbell validates the SQ's producer index so that a
+/// corrupted SQ is caught when it is rung.
+pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut st = qp.data().state.lock();
+    match st.attr.qp_state {
+        QpState::Err => st.flush_sq(qp),
+        QpState::Rts | QpState::Sqd => st.sq.pending().map(|_| ()),
+        _ => Err(EINVAL),
+    }
+}
+
+/// The provider posted receive work while the RQ asked for the doorbell (the QP is in ERR):
+/// flush it. In other states there is nothing to do now but check the ring.
+pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut st = qp.data().state.lock();
+    if st.rq.is_none() {
         return Err(EINVAL);
     }
-    st.sq.pending()?;
-    Ok(())
+    if st.attr.qp_state == QpState::Err {
+        return st.flush_rq(qp);
+    }
+    st.rq.as_ref().map_or(Ok(0), |rq| rq.pending()).map(|_| ())
 }

@@ -89,7 +89,7 @@ mod tests {
 #include <rdma/ferroce-abi.h>
 int main(void)
 {
-	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu\n",
+	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu %d %d %d %d %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
 	       offsetof(struct ferroce_queue_ctrl, producer),
 	       offsetof(struct ferroce_queue_ctrl, consumer),
 	       offsetof(struct ferroce_queue_ctrl, notify),
@@ -97,7 +97,18 @@ int main(void)
 	       FERROCE_QUEUE_ENTRIES, sizeof(struct ferroce_cqe),
 	       sizeof(struct ferroce_mmap_info),
 	       sizeof(struct ferroce_create_cq_resp), FERROCE_QUEUE_ERROR,
-	       sizeof(struct ferroce_create_ah_resp));
+	       sizeof(struct ferroce_create_ah_resp),
+	       FERROCE_QUEUE_OVERFLOW, FERROCE_QUEUE_NEED_WAKEUP,
+	       FERROCE_CQ_NOTIFY_NEXT, FERROCE_CQ_NOTIFY_SOLICITED,
+	       sizeof(struct ferroce_create_srq_resp),
+	       sizeof(struct ferroce_modify_srq_cmd),
+	       offsetof(struct ferroce_cqe, pkey_index),
+	       offsetof(struct ferroce_cqe, sl),
+	       offsetof(struct ferroce_cqe, port_num),
+	       offsetof(struct ferroce_send_wqe, opcode),
+	       offsetof(struct ferroce_send_wqe, send_flags),
+	       offsetof(struct ferroce_recv_wqe, wr_id),
+	       sizeof(struct ferroce_create_qp_resp));
 	return 0;
 }
 "#,
@@ -113,6 +124,11 @@ int main(void)
             .expect("run cc");
         assert!(status.success(), "the uapi header does not compile");
         let out = std::process::Command::new(&exe).output().unwrap();
+        let mi = abi::MmapInfo {
+            offset: 0,
+            size: 0,
+            num_entries: 0,
+        };
         let got: Vec<usize> = String::from_utf8(out.stdout)
             .unwrap()
             .split_whitespace()
@@ -129,9 +145,78 @@ int main(void)
             abi::MmapInfo::SIZE,
             abi::QUEUE_ERROR as usize,
             abi::create_ah_resp(0).len(),
+            abi::QUEUE_OVERFLOW as usize,
+            abi::QUEUE_NEED_WAKEUP as usize,
+            abi::CQ_NOTIFY_NEXT as usize,
+            abi::CQ_NOTIFY_SOLICITED as usize,
+            abi::create_srq_resp(&mi, 0).len(),
+            abi::MODIFY_SRQ_CMD_SIZE,
+            40,
+            44,
+            46,
+            abi::SEND_WQE_OPCODE,
+            12, // send_flags: read by the data path
+            abi::WQE_WR_ID,
+            abi::create_qp_resp(&mi, None, 0, 0).len(),
         ];
         assert_eq!(got, want);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cqe_bytes_match_the_c_layout() {
+        let c = abi::Cqe {
+            wr_id: 0x1122_3344_5566_7788,
+            status: abi::wc_status::WR_FLUSH_ERR,
+            opcode: abi::wc_opcode::RECV,
+            byte_len: 7,
+            qp_num: 0x12,
+            pkey_index: 0x3456,
+            sl: 3,
+            port_num: 1,
+            ..abi::Cqe::default()
+        };
+        let b = c.to_bytes();
+        assert_eq!(&b[0..8], &0x1122_3344_5566_7788u64.to_ne_bytes());
+        assert_eq!(&b[8..12], &5u32.to_ne_bytes());
+        assert_eq!(&b[12..16], &128u32.to_ne_bytes());
+        assert_eq!(&b[20..24], &7u32.to_ne_bytes());
+        assert_eq!(&b[28..32], &0x12u32.to_ne_bytes());
+        assert_eq!(&b[40..42], &0x3456u16.to_ne_bytes());
+        assert_eq!((b[44], b[46]), (3, 1));
+        assert!(b[47..].iter().all(|&x| x == 0));
+        let f = abi::Cqe::flushed(9, abi::wc_opcode::SEND, 77);
+        assert_eq!((f.status, f.opcode, f.qp_num, f.wr_id), (5, 0, 77, 9));
+    }
+
+    #[test]
+    fn send_opcodes_complete_as_their_kind() {
+        use abi::{wc_opcode as c, wr_opcode as w};
+        for (wr, wc) in [
+            (w::SEND, c::SEND),
+            (w::SEND_WITH_IMM, c::SEND),
+            (w::SEND_WITH_INV, c::SEND),
+            (w::RDMA_WRITE, c::RDMA_WRITE),
+            (w::RDMA_WRITE_WITH_IMM, c::RDMA_WRITE),
+            (w::RDMA_READ, c::RDMA_READ),
+            (w::ATOMIC_CMP_AND_SWP, c::COMP_SWAP),
+            (w::ATOMIC_FETCH_AND_ADD, c::FETCH_ADD),
+            (w::LOCAL_INV, c::LOCAL_INV),
+            (w::BIND_MW, c::BIND_MW),
+        ] {
+            assert_eq!(abi::wc_opcode_of(wr), Some(wc), "wr opcode {wr}");
+        }
+        assert_eq!(abi::wc_opcode_of(10), None);
+        assert_eq!(abi::wc_opcode_of(u32::MAX), None);
+    }
+
+    #[test]
+    fn cq_arming() {
+        assert!(!abi::notify_fires(0, true));
+        assert!(abi::notify_fires(abi::CQ_NOTIFY_NEXT, false));
+        assert!(abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, true));
+        assert!(!abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, false));
+        assert!(!abi::notify_fires(0xdead_beef, true), "garbage arms nothing");
     }
 
     #[test]

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: a receive ring shared with the provider that many QPs take from, with
+//! a limit that, once armed, reports when the ring runs low.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rdma::{srq_mask, Pd, Srq, SrqAttr, SrqEvent, UContext, Udata},
+    sync::Mutex,
+    uaccess::UserSlice,
+};
+
+use crate::{abi, device::Ferroce, limits, wq::WorkQueue};
+
+/// Per-SRQ state.
+pub(crate) struct SrqData {
+    state: Pin<KBox<Mutex<SrqShared>>>,
+    max_sge: u32,
+}
+
+struct SrqShared {
+    wq: WorkQueue,
+    /// The armed limit (0: disarmed).
+    limit: u32,
+}
+
+impl SrqShared {
+    /// Fires the limit event if it is armed and fewer WQEs remain; disarms it then. Returns
+    /// whether the event must be sent (by the caller, outside the lock).
+    fn limit_reached(&mut self) -> Result<bool> {
+        if self.limit != 0 && self.wq.pending()? < self.limit {
+            self.limit = 0;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+fn entries(max_wr: u32) -> Result<u32> {
+    abi::ring_entries(max_wr, limits::MAX_SRQ_WR).ok_or(EINVAL)
+}
+
+pub(crate) fn create(
+    pd: &Pd<Ferroce>,
+    attr: &mut SrqAttr,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result<SrqData> {
+    // Kernel ULPs cannot use ferroce yet (it is no kverbs provider): user SRQs only.
+    let uctx = uctx.ok_or(EOPNOTSUPP)?;
+    udata.require_no_input()?;
+    if attr.max_sge > limits::MAX_SGE {
+        return Err(EINVAL);
+    }
+    let num_entries = entries(attr.max_wr)?;
+    let (_, wqe_size) = abi::wqe_sizes(0, 0, attr.max_sge);
+    let wq = WorkQueue::new(uctx, num_entries, wqe_size)?;
+    udata.write(&abi::create_srq_resp(&wq.queue.mmap_info()?, wqe_size))?;
+    let max_sge = ((wqe_size as usize - abi::RECV_WQE_HEADER) / abi::SGE_SIZE) as u32;
+    let max_sge = max_sge.min(limits::MAX_SGE);
+    // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
+    let state = KBox::pin_init(new_mutex!(SrqShared { wq, limit: 0 }, "ferroce:srq"), GFP_KERNEL)?;
+    // Counted last: nothing after this can fail.
+    pd.device().data().srqs.take(limits::MAX_SRQ)?;
+    *attr = SrqAttr {
+        max_wr: num_entries,
+        max_sge,
+        srq_limit: 0,
+    };
+    Ok(SrqData { state, max_sge })
+}
+
+pub(crate) fn destroy(srq: &Srq<Ferroce>) {
+    srq.device().data().srqs.put();
+}
+
+pub(crate) fn modify(
+    srq: &Srq<Ferroce>,
+    attr: &SrqAttr,
+    mask: u32,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result {
+    if mask == 0 || mask & !(srq_mask::MAX_WR | srq_mask::LIMIT) != 0 {
+        return Err(EINVAL);
+    }
+    let data = srq.data();
+    // The provider sends where a resized ring's description goes (needed for a resize only).
+    let info_addr = if udata.in_len() >= abi::MODIFY_SRQ_CMD_SIZE {
+        let mut cmd = [0u8; abi::MODIFY_SRQ_CMD_SIZE];
+        udata.read(&mut cmd)?;
+        Some(abi::modify_srq_cmd(&cmd))
+    } else {
+        udata.require_no_input()?;
+        None
+    };
+    let info_addr = match (mask & srq_mask::MAX_WR != 0, info_addr) {
+        (true, None) => return Err(EINVAL),
+        (true, addr) => addr,
+        (false, _) => None,
+    };
+    let mut st = data.state.lock();
+    let max_wr = if let Some(addr) = info_addr {
+        let num_entries = entries(attr.max_wr)?;
+        let pending = st.wq.pending()?;
+        if pending > num_entries {
+            // The WQEs already posted would not fit.
+            return Err(EINVAL);
+        }
+        let uctx = uctx.ok_or(EOPNOTSUPP)?;
+        let mut new = WorkQueue::new(uctx, num_entries, st.wq.wqe_size)?;
+        st.wq.move_to(&mut new)?;
+        let info = new.queue.mmap_info()?.to_bytes();
+        UserSlice::new(addr as usize, info.len())
+            .writer()
+            .write_slice(&info)?;
+        st.wq = new;
+        num_entries
+    } else {
+        st.wq.queue.num_entries
+    };
+    if mask & srq_mask::LIMIT != 0 {
+        if attr.srq_limit > max_wr {
+            return Err(EINVAL);
+        }
+        st.limit = attr.srq_limit;
+    }
+    let fire = st.limit_reached()?;
+    drop(st);
+    if fire {
+        srq.dispatch_event(SrqEvent::LimitReached);
+    }
+    Ok(())
+}
+
+pub(crate) fn query(srq: &Srq<Ferroce>) -> Result<SrqAttr> {
+    let data = srq.data();
+    let st = data.state.lock();
+    Ok(SrqAttr {
+        max_wr: st.wq.queue.num_entries,
+        max_sge: data.max_sge,
+        srq_limit: st.limit,
+    })
+}

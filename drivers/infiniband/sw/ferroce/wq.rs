@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queues (SQ, RQ, SRQ): rings of WQEs that user space produces and the kernel consumes.
+//!
+//! The kernel keeps its own consumer index and publishes it, so user space knows which
+//! entries it may reuse; the user's producer index is checked on every read (`queue.rs`).
+
+use kernel::{prelude::*, rdma::UContext};
+
+use crate::{
+    abi,
+    device::Ferroce,
+    queue::{KernelSide, SharedQueue},
+};
+
+pub(crate) struct WorkQueue {
+    pub(crate) queue: SharedQueue,
+    pub(crate) wqe_size: u32,
+    /// The kernel's consumer index (user space's copy is informational).
+    consumer: u32,
+}
+
+impl WorkQueue {
+    pub(crate) fn new(uctx: &UContext<Ferroce>, num_entries: u32, wqe_size: u32) -> Result<Self> {
+        let queue = SharedQueue::new(uctx, num_entries, wqe_size as usize, KernelSide::Consumer)?;
+        Ok(WorkQueue {
+            queue,
+            wqe_size,
+            consumer: 0,
+        })
+    }
+
+    /// Work posted and not yet consumed.
+    pub(crate) fn pending(&self) -> Result<u32> {
+        self.queue.outstanding(self.consumer)
+    }
+
+    fn offset_of(&self, index: u32) -> usize {
+        abi::QUEUE_ENTRIES + (index & (self.queue.num_entries - 1)) as usize * self.wqe_size as usize
+    }
+
+    /// Copies the start of the `nth` WQE after the consumer index into `dst` (at most a WQE).
+    pub(crate) fn peek(&self, nth: u32, dst: &mut [u8]) -> Result {
+        if dst.len() > self.wqe_size as usize {
+            return Err(EINVAL);
+        }
+        self.queue
+            .buf
+            .read(self.offset_of(self.consumer.wrapping_add(nth)), dst)
+    }
+
+    /// Consumes `n` WQEs and tells user space their entries are free.
+    pub(crate) fn consume(&mut self, n: u32) -> Result {
+        self.consumer = self.consumer.wrapping_add(n);
+        self.queue.buf.store_release(abi::CTRL_CONSUMER, self.consumer)
+    }
+
+    /// Consumes every WQE posted so far, calling `each` with its first `N` bytes.
+    pub(crate) fn drain<const N: usize>(&mut self, mut each: impl FnMut(&[u8; N])) -> Result {
+        let n = self.pending()?;
+        let mut hdr = [0u8; N];
+        for i in 0..n {
+            self.peek(i, &mut hdr)?;
+            each(&hdr);
+        }
+        self.consume(n)
+    }
+
+    /// Drops every WQE posted so far (a QP back in RESET).
+    pub(crate) fn discard(&mut self) -> Result {
+        let n = self.pending()?;
+        self.consume(n)
+    }
+
+    /// Sets or clears `flag` in the queue's flags word (only the kernel writes it).
+    pub(crate) fn set_flag(&self, flag: u32, on: bool) -> Result {
+        let flags = self.queue.buf.load_acquire(abi::CTRL_FLAGS)?;
+        let flags = if on { flags | flag } else { flags & !flag };
+        self.queue.buf.store_release(abi::CTRL_FLAGS, flags)
+    }
+
+    /// Moves the WQEs not yet consumed to the start of `to`, whose producer index becomes their
+    /// number (SRQ resize); `to` must have room and the same WQE size.
+    pub(crate) fn move_to(&self, to: &mut WorkQueue) -> Result {
+        let n = self.pending()?;
+        if n > to.queue.num_entries || to.wqe_size != self.wqe_size {
+            return Err(EINVAL);
+        }
+        let mut wqe = KVec::from_elem(0u8, self.wqe_size as usize, GFP_KERNEL)?;
+        for i in 0..n {
+            self.peek(i, &mut wqe)?;
+            to.queue.buf.write(to.offset_of(i), &wqe)?;
+        }
+        to.consumer = 0;
+        to.queue.buf.store_release(abi::CTRL_PRODUCER, n)?;
+        to.queue.buf.store_release(abi::CTRL_CONSUMER, 0)
+    }
+}
