@@ -86,6 +86,38 @@ MR(pd, 4 * 4096, RR, address=ro_addr).close()   # reading it is fine
 refused(errno.EOPNOTSUPP, "memory-window bind access", length=4096, access=LW | e.IBV_ACCESS_MW_BIND, address=addr)
 refused(errno.EINVAL, "remote write without local write", length=4096, access=RW, address=addr)
 
+# Re-registration (ibv_rereg_mr): a new MR replaces the old one, with new
+# keys; what the flags do not name is kept; a failed one changes nothing.
+def rereg_fails(m, what, *args):
+    try:
+        m.rereg(*args)
+    except PyverbsRDMAError:
+        print(f"refused: rereg {what}")
+        return
+    raise AssertionError(f"rereg {what} succeeded")
+
+mr = MR(pd, 8 * 4096, LW, address=addr)
+keys = (mr.lkey, mr.rkey)
+mr.rereg(e.IBV_REREG_MR_CHANGE_ACCESS, None, 0, 0, LW | RW | RR)
+assert (mr.lkey, mr.rkey) != keys and mr.lkey >> 8 != 0, "rereg kept the keys"
+assert mr.lkey not in seen and pins() - p0 == 8, f"access rereg: {pins() - p0} pages pinned"
+mr.rereg(e.IBV_REREG_MR_CHANGE_TRANSLATION, None, addr + 8 * 4096, 16 * 4096, 0)
+assert pins() - p0 == 16, f"translation rereg: {pins() - p0} pages pinned, expected 16"
+pd2 = PD(ctx)
+keys = (mr.lkey, mr.rkey)
+mr.rereg(e.IBV_REREG_MR_CHANGE_PD, pd2, 0, 0, 0)
+assert (mr.lkey, mr.rkey) != keys and pins() - p0 == 16, "PD rereg"
+keys = (mr.lkey, mr.rkey)
+rereg_fails(mr, "to unmapped memory", e.IBV_REREG_MR_CHANGE_TRANSLATION, None, hole_addr, 4096, 0)
+rereg_fails(mr, "with write access to read-only memory",
+            e.IBV_REREG_MR_CHANGE_TRANSLATION | e.IBV_REREG_MR_CHANGE_ACCESS, None, ro_addr, 4096, LW)
+rereg_fails(mr, "with memory-window access", e.IBV_REREG_MR_CHANGE_ACCESS, None, 0, 0, LW | e.IBV_ACCESS_MW_BIND)
+assert (mr.lkey, mr.rkey) == keys and pins() - p0 == 16, "a failed rereg changed the MR"
+mr.close()
+pd2.close()
+assert pins() == p0, "pages still pinned after a re-registered MR's dereg"
+print("rereg: access, translation and PD change with new keys; failures leave the MR intact")
+
 pd.close()
 ctx.close()
 print("pinning, keys and bad requests: ok")
