@@ -8,6 +8,7 @@
 #   make shell          an interactive guest
 #   make kernel         only the guest kernel (cached in ~/.cache/ferroce)
 #   make module         only ferroce.ko
+#   make test-module    only the kernel-verbs test module (selftests/kmod)
 #   make provider       only the rdma-core provider (out/provider)
 #   make kernel-series  export the kernel change as a git-am series (out/)
 #   make setup          only install the build and test dependencies
@@ -19,7 +20,7 @@ export FLAVOUR ?= default
 LLVM := 1
 KERNEL = "$$(qemu/kernel dir)"
 
-.PHONY: all setup kernel module provider run test bench shell kernel-series clean
+.PHONY: all setup kernel module test-module provider run test bench shell kernel-series clean
 
 all: module provider
 
@@ -32,13 +33,16 @@ kernel: setup
 module: kernel
 	$(MAKE) -s -C $(KERNEL) M=$(CURDIR) LLVM=$(LLVM) modules
 
+test-module: kernel
+	$(MAKE) -s -C $(KERNEL) M=$(CURDIR)/selftests/kmod LLVM=$(LLVM) modules
+
 provider: setup
 	provider/build >/dev/null
 
 run: module provider
 	qemu/run -- qemu/demo
 
-test: module provider
+test: module test-module provider
 	selftests/run-host $(TESTS)
 
 bench: module provider
@@ -52,5 +56,6 @@ kernel-series: setup
 
 clean:
 	@if kdir=$$(qemu/kernel dir 2>/dev/null); then \
-		$(MAKE) -s -C "$$kdir" M=$(CURDIR) LLVM=$(LLVM) clean; fi
+		$(MAKE) -s -C "$$kdir" M=$(CURDIR) LLVM=$(LLVM) clean; \
+		$(MAKE) -s -C "$$kdir" M=$(CURDIR)/selftests/kmod LLVM=$(LLVM) clean; fi
 	rm -rf out

@@ -25,6 +25,7 @@ pub mod srq;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
+pub mod wr;
 
 pub use ah::{AddressVector, Ah, Network};
 pub use attr::{
@@ -43,3 +44,4 @@ pub use srq::{mask as srq_mask, Srq, SrqAttr, SrqEvent};
 pub use ucontext::UContext;
 pub use udata::Udata;
 pub use umem::Umem;
+pub use wr::{QpToken, RecvWr, SendOp, SendWr, Sge, UdDest, Wc};

@@ -15,6 +15,7 @@ use super::{
     srq::{Srq, SrqAttr},
     ucontext::UContext,
     udata::Udata,
+    wr::{RecvWr, SendWr, Wc},
 };
 use crate::{
     bindings,
@@ -112,6 +113,56 @@ pub trait Driver: Sized + 'static {
     /// The doorbell of a user QP: its send queue has new work (`post_send` with no work
     /// requests, from the `POST_SEND` write() command of a provider).
     fn ring_sq_doorbell(_qp: &Qp<Self>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues one send work request of a kernel user (`post_send`); ib_core's chain is
+    /// queued in order, then [`Driver::ring_sq_doorbell`] runs once.
+    fn post_send(_qp: &Qp<Self>, _wr: &SendWr<'_, Self>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues one receive work request of a kernel user (`post_recv`); ib_core's chain is
+    /// queued in order, then [`Driver::ring_rq_doorbell`] runs once.
+    fn post_recv(_qp: &Qp<Self>, _wr: &RecvWr<'_>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues one receive work request of a kernel user on an SRQ (`post_srq_recv`).
+    fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Takes up to `out.len()` completions from a kernel user's CQ (`poll_cq`).
+    fn poll_cq(_cq: &Cq<Self>, _out: &mut [Wc]) -> Result<usize> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a kernel user's CQ for its next (or next solicited) completion (`req_notify_cq`);
+    /// with `report_missed`, returns whether completions are already waiting.
+    fn req_notify_cq(_cq: &Cq<Self>, _solicited_only: bool, _report_missed: bool) -> Result<bool> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR over all of kernel memory (`get_dma_mr`), which `ib_alloc_pd` makes for every
+    /// kernel PD: returns its data, lkey and rkey.
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<(Self::MrData, u32, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A fast-registration MR of up to `max_pages` pages (`alloc_mr`, `IB_MR_TYPE_MEM_REG`).
+    fn alloc_mr(_pd: &Pd<Self>, _max_pages: u32) -> Result<(Self::MrData, u32, u32)> {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Starts mapping a fast-registration MR (`map_mr_sg`): its pages follow through
+    /// [`Driver::map_mr_page`], after which [`Mr::iova`] and [`Mr::length`] describe it.
+    fn map_mr_begin(_mr: &Mr<Self>) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the page at (DMA, here kernel virtual) address `addr` to the MR being mapped.
+    fn map_mr_page(_mr: &Mr<Self>, _addr: u64) -> Result {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -453,6 +504,36 @@ impl<T: Driver> Device<T> {
         },
         post_recv: if T::HAS_RING_RQ_DOORBELL {
             Some(Adapter::<T>::post_recv)
+        } else {
+            None
+        },
+        post_srq_recv: if T::HAS_POST_SRQ_RECV {
+            Some(Adapter::<T>::post_srq_recv)
+        } else {
+            None
+        },
+        poll_cq: if T::HAS_POLL_CQ {
+            Some(Adapter::<T>::poll_cq)
+        } else {
+            None
+        },
+        req_notify_cq: if T::HAS_REQ_NOTIFY_CQ {
+            Some(Adapter::<T>::req_notify_cq)
+        } else {
+            None
+        },
+        get_dma_mr: if T::HAS_GET_DMA_MR {
+            Some(Adapter::<T>::get_dma_mr)
+        } else {
+            None
+        },
+        alloc_mr: if T::HAS_ALLOC_MR {
+            Some(Adapter::<T>::alloc_mr)
+        } else {
+            None
+        },
+        map_mr_sg: if T::HAS_MAP_MR_PAGE {
+            Some(Adapter::<T>::map_mr_sg)
         } else {
             None
         },
@@ -821,17 +902,40 @@ impl<T: Driver> Adapter<T> {
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> crate::ffi::c_int {
-        from_result(|| {
-            if !wr.is_null() {
-                // Kernel work requests: not supported (ferroce is no kernel verbs provider).
-                // SAFETY: `bad_wr` is valid for writes.
-                unsafe { *bad_wr = wr };
-                return Err(EOPNOTSUPP);
+        // SAFETY: The QP is alive for the call.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: `qp_type` is set before `create_qp` and never changes.
+        let ud = unsafe { (*qp).qp_type } == bindings::ib_qp_type_IB_QPT_UD;
+        let mut next = wr;
+        let mut ret = Ok(());
+        while !next.is_null() {
+            if !T::HAS_POST_SEND {
+                ret = Err(EOPNOTSUPP);
+                break;
             }
-            // SAFETY: The QP is alive for the call.
-            T::ring_sq_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
-            Ok(0)
-        })
+            // SAFETY: A kernel user's chain of valid work requests for this QP, alive for the
+            // call.
+            let r = unsafe { SendWr::<T>::from_raw(&*next, ud) }.and_then(|w| T::post_send(q, &w));
+            if let Err(e) = r {
+                ret = Err(e);
+                break;
+            }
+            // SAFETY: As above.
+            next = unsafe { (*next).next };
+        }
+        if let Err(e) = ret {
+            // SAFETY: `bad_wr` is valid for writes; `next` is the first request not queued.
+            unsafe { *bad_wr = next };
+            if next == wr {
+                return e.to_errno();
+            }
+        }
+        // The queued requests (or, for a user QP's doorbell, the ring's) take effect.
+        let db = T::ring_sq_doorbell(q);
+        match (ret, db) {
+            (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
+            (Ok(()), Ok(())) => 0,
+        }
     }
 
     /// # Safety
@@ -842,17 +946,173 @@ impl<T: Driver> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> crate::ffi::c_int {
-        from_result(|| {
-            if !wr.is_null() {
-                // Kernel work requests: not supported (ferroce is no kernel verbs provider).
-                // SAFETY: `bad_wr` is valid for writes.
-                unsafe { *bad_wr = wr };
-                return Err(EOPNOTSUPP);
+        // SAFETY: The QP is alive for the call.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let mut next = wr;
+        let mut ret = Ok(());
+        while !next.is_null() {
+            if !T::HAS_POST_RECV {
+                ret = Err(EOPNOTSUPP);
+                break;
             }
-            // SAFETY: The QP is alive for the call.
-            T::ring_rq_doorbell(unsafe { Qp::<T>::from_raw(qp) })?;
-            Ok(0)
-        })
+            // SAFETY: A kernel user's chain of valid work requests, alive for the call.
+            let r = unsafe { RecvWr::from_raw(&*next) }.and_then(|w| T::post_recv(q, &w));
+            if let Err(e) = r {
+                ret = Err(e);
+                break;
+            }
+            // SAFETY: As above.
+            next = unsafe { (*next).next };
+        }
+        if let Err(e) = ret {
+            // SAFETY: `bad_wr` is valid for writes; `next` is the first request not queued.
+            unsafe { *bad_wr = next };
+            if next == wr {
+                return e.to_errno();
+            }
+        }
+        let db = T::ring_rq_doorbell(q);
+        match (ret, db) {
+            (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
+            (Ok(()), Ok(())) => 0,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core (for a kernel user) with a live SRQ and a chain of valid requests.
+    unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The SRQ is alive for the call.
+        let s = unsafe { Srq::<T>::from_raw(srq) };
+        let mut next = wr;
+        while !next.is_null() {
+            // SAFETY: A kernel user's chain of valid work requests, alive for the call.
+            let r = unsafe { RecvWr::from_raw(&*next) }.and_then(|w| T::post_srq_recv(s, &w));
+            if let Err(e) = r {
+                // SAFETY: `bad_wr` is valid for writes.
+                unsafe { *bad_wr = next };
+                return e.to_errno();
+            }
+            // SAFETY: As above.
+            next = unsafe { (*next).next };
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live CQ with room for `num` completions at `wc`.
+    unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num: crate::ffi::c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The CQ is alive for the call.
+        let c = unsafe { Cq::<T>::from_raw(cq) };
+        let num = usize::try_from(num).unwrap_or(0);
+        let mut done = 0usize;
+        let mut chunk = [Wc::default(); 16];
+        while done < num {
+            let want = (num - done).min(chunk.len());
+            let n = match T::poll_cq(c, &mut chunk[..want]) {
+                Ok(n) => n.min(want),
+                Err(e) if done == 0 => return e.to_errno(),
+                Err(_) => break,
+            };
+            for (i, w) in chunk[..n].iter().enumerate() {
+                // SAFETY: `done + i < num`: inside the caller's array.
+                w.write_to(unsafe { &mut *wc.add(done + i) });
+            }
+            done += n;
+            if n < want {
+                break;
+            }
+        }
+        done as crate::ffi::c_int
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live CQ.
+    unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> crate::ffi::c_int {
+        let solicited = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let missed = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+        // SAFETY: The CQ is alive for the call.
+        match T::req_notify_cq(unsafe { Cq::<T>::from_raw(cq) }, solicited, missed) {
+            Ok(waiting) => waiting as crate::ffi::c_int,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live kernel PD of this driver.
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: crate::ffi::c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: The PD is alive for the call.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        match T::get_dma_mr(pd, access as u32).and_then(|(d, l, r)| Self::new_mr(d, l, r)) {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live kernel PD of this driver.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return EOPNOTSUPP.to_ptr();
+        }
+        // SAFETY: The PD is alive for the call.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        match T::alloc_mr(pd, max_num_sg).and_then(|(d, l, r)| Self::new_mr(d, l, r)) {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live fast-registration MR of this driver and a valid
+    /// scatterlist.
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: crate::ffi::c_int,
+        sg_offset: *mut crate::ffi::c_uint,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The MR is alive for the call.
+        if let Err(e) = T::map_mr_begin(unsafe { Mr::<T>::from_raw(mr) }) {
+            return e.to_errno();
+        }
+        // SAFETY: Forwarded from ib_core; `set_page` is called with this MR.
+        unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by `ib_sg_to_pages` from `map_mr_sg`, for a live MR of this driver.
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> crate::ffi::c_int {
+        // SAFETY: The MR is alive for the call.
+        match T::map_mr_page(unsafe { Mr::<T>::from_raw(mr) }, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// # Safety

@@ -40,12 +40,18 @@ struct Entry {
 /// user mapping is gone, so user space never sees freed memory and the kernel never writes to
 /// memory user space still maps after the handle is gone.
 ///
+/// A buffer for a kernel user's queue ([`SharedBuffer::new_kernel`]) has the same accessors and
+/// no mapping.
+///
 /// # Invariants
 ///
-/// `entry` was inserted into a context with `rdma_user_mmap_entry_insert` and not yet removed;
-/// the handle holds the insertion's reference, so the entry and its memory are alive.
+/// If `mapped`, `entry` was inserted into a context with `rdma_user_mmap_entry_insert` and not
+/// yet removed; the handle holds the insertion's reference, so the entry and its memory are
+/// alive. Otherwise `entry` came from `KBox::into_raw`, was never inserted, and the handle owns
+/// it and its memory.
 pub struct SharedBuffer {
     entry: NonNull<Entry>,
+    mapped: bool,
 }
 
 // SAFETY: The handle only performs atomic accesses and copies on memory that is alive for its
@@ -58,6 +64,38 @@ impl SharedBuffer {
     /// Allocates `len` bytes (rounded up to pages) that `uctx`'s process can map at
     /// [`SharedBuffer::mmap_offset`].
     pub fn new<T: Driver>(uctx: &UContext<T>, len: usize) -> Result<Self> {
+        let entry = Self::alloc(len)?;
+        // SAFETY: `entry` is a fresh allocation; the context is alive.
+        let ret = unsafe {
+            bindings::rdma_user_mmap_entry_insert(uctx.as_raw(), (*entry).rdma.get(), (*entry).len)
+        };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: Insertion failed, so nobody else knows the entry or the memory.
+            unsafe { Self::free(entry) };
+            return Err(e);
+        }
+        // INVARIANT: Inserted above; this handle owns the insertion reference.
+        // SAFETY: `entry` came from `KBox::into_raw`, so it is non-null.
+        Ok(Self {
+            entry: unsafe { NonNull::new_unchecked(entry) },
+            mapped: true,
+        })
+    }
+
+    /// Allocates `len` bytes (rounded up to pages) for a kernel user's queue: nothing can map
+    /// it ([`SharedBuffer::mmap_offset`] is 0).
+    pub fn new_kernel(len: usize) -> Result<Self> {
+        let entry = Self::alloc(len)?;
+        // INVARIANT: Not inserted; the handle owns the entry.
+        // SAFETY: `entry` came from `KBox::into_raw`, so it is non-null.
+        Ok(Self {
+            entry: unsafe { NonNull::new_unchecked(entry) },
+            mapped: false,
+        })
+    }
+
+    /// A zeroed `vmalloc_user` buffer of `len` bytes rounded up to pages, in a new entry.
+    fn alloc(len: usize) -> Result<*mut Entry> {
         let len = len
             .checked_next_multiple_of(bindings::PAGE_SIZE)
             .ok_or(EINVAL)?;
@@ -78,31 +116,25 @@ impl SharedBuffer {
             },
             GFP_KERNEL,
         );
-        let entry = match entry {
-            Ok(e) => KBox::into_raw(e),
+        match entry {
+            Ok(e) => Ok(KBox::into_raw(e)),
             Err(_) => {
                 // SAFETY: `addr` came from `vmalloc_user` and is not shared yet.
                 unsafe { bindings::vfree(addr.cast()) };
-                return Err(ENOMEM);
+                Err(ENOMEM)
             }
-        };
-        // SAFETY: `entry` is a fresh allocation; the context is alive.
-        let ret = unsafe {
-            bindings::rdma_user_mmap_entry_insert(uctx.as_raw(), (*entry).rdma.get(), len)
-        };
-        if let Err(e) = to_result(ret) {
-            // SAFETY: Insertion failed, so nobody else knows the entry or the memory.
-            unsafe {
-                bindings::vfree(addr.cast());
-                drop(KBox::from_raw(entry));
-            }
-            return Err(e);
         }
-        // INVARIANT: Inserted above; this handle owns the insertion reference.
-        // SAFETY: `entry` came from `KBox::into_raw`, so it is non-null.
-        Ok(Self {
-            entry: unsafe { NonNull::new_unchecked(entry) },
-        })
+    }
+
+    /// # Safety
+    ///
+    /// `entry` must come from [`SharedBuffer::alloc`] and be known to nobody else.
+    unsafe fn free(entry: *mut Entry) {
+        // SAFETY: The caller's promise.
+        unsafe {
+            bindings::vfree((*entry).addr.cast());
+            drop(KBox::from_raw(entry));
+        }
     }
 
     fn e(&self) -> &Entry {
@@ -110,8 +142,11 @@ impl SharedBuffer {
         unsafe { self.entry.as_ref() }
     }
 
-    /// The offset to pass to `mmap` on the uverbs file.
+    /// The offset to pass to `mmap` on the uverbs file (0 for a kernel buffer).
     pub fn mmap_offset(&self) -> u64 {
+        if !self.mapped {
+            return 0;
+        }
         // SAFETY: `start_pgoff` is set at insertion and never changes.
         let pgoff = unsafe { (*self.e().rdma.get()).start_pgoff };
         (pgoff as u64) << bindings::PAGE_SHIFT
@@ -180,10 +215,22 @@ impl SharedBuffer {
     }
 }
 
+impl SharedBuffer {
+    /// Whether user space can map the buffer (it belongs to a user object).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+}
+
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant the entry is inserted and we own that reference.
-        unsafe { bindings::rdma_user_mmap_entry_remove(self.e().rdma.get()) };
+        if self.mapped {
+            // SAFETY: By the type invariant the entry is inserted and we own that reference.
+            unsafe { bindings::rdma_user_mmap_entry_remove(self.e().rdma.get()) };
+        } else {
+            // SAFETY: By the type invariant the handle owns the entry, which nobody else knows.
+            unsafe { Self::free(self.entry.as_ptr()) };
+        }
     }
 }
 

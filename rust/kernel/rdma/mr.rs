@@ -26,6 +26,28 @@ pub mod access {
 /// so this layer allocates it in `reg_user_mr` and frees it in `dereg_mr`.
 pub type Mr<T> = Object<T, MrKind>;
 
+impl<T: super::device::Driver> Mr<T> {
+    /// The address the MR starts at, as peers and work requests name it (set by ib_core for
+    /// fast-registration MRs when they are mapped).
+    pub fn iova(&self) -> u64 {
+        // SAFETY: The MR is alive; ib_core writes these fields only in the verbs that map or
+        // re-register it, which its owner does not run concurrently with its use.
+        unsafe { (*self.as_raw()).iova }
+    }
+
+    /// The MR's length in bytes (see [`Mr::iova`]).
+    pub fn length(&self) -> u64 {
+        // SAFETY: As for `iova`.
+        unsafe { (*self.as_raw()).length }
+    }
+
+    /// The page size a fast-registration MR is mapped with.
+    pub fn page_size(&self) -> u32 {
+        // SAFETY: As for `iova`.
+        unsafe { (*self.as_raw()).page_size }
+    }
+}
+
 /// What a re-registration changes (`enum ib_mr_rereg_flags`).
 pub mod rereg {
     use crate::bindings;

@@ -55,7 +55,34 @@ pub(crate) mod wc_opcode {
     pub(crate) const FETCH_ADD: u32 = 4;
     pub(crate) const BIND_MW: u32 = 5;
     pub(crate) const LOCAL_INV: u32 = 6;
+    /// A fast registration (kernel users only; `IB_WC_REG_MR`).
+    pub(crate) const REG_MR: u32 = 10;
     pub(crate) const RECV: u32 = 128;
+}
+
+/// `enum ibv_wc_flags` bits a CQE carries.
+pub(crate) mod wc_flags {
+    pub(crate) const GRH: u32 = 1 << 0;
+    pub(crate) const WITH_IMM: u32 = 1 << 1;
+    pub(crate) const IP_CSUM_OK: u32 = 1 << 2;
+    pub(crate) const WITH_INV: u32 = 1 << 3;
+}
+
+/// The `enum ib_wc_flags` (kernel) form of a CQE's `enum ibv_wc_flags`.
+pub(crate) fn kernel_wc_flags(ibv: u32) -> u32 {
+    const GRH: u32 = 1;
+    const WITH_IMM: u32 = 1 << 1;
+    const WITH_INVALIDATE: u32 = 1 << 2;
+    const IP_CSUM_OK: u32 = 1 << 3;
+    [
+        (wc_flags::GRH, GRH),
+        (wc_flags::WITH_IMM, WITH_IMM),
+        (wc_flags::IP_CSUM_OK, IP_CSUM_OK),
+        (wc_flags::WITH_INV, WITH_INVALIDATE),
+    ]
+    .iter()
+    .filter(|(u, _)| ibv & u != 0)
+    .fold(0, |acc, (_, k)| acc | k)
 }
 
 /// `enum ibv_wr_opcode`.
@@ -70,6 +97,8 @@ pub(crate) mod wr_opcode {
     pub(crate) const LOCAL_INV: u32 = 7;
     pub(crate) const BIND_MW: u32 = 8;
     pub(crate) const SEND_WITH_INV: u32 = 9;
+    /// Fast registration: kernel rings only (`IB_WR_REG_MR`); never valid from user space.
+    pub(crate) const REG_MR: u32 = 0x20;
 }
 
 /// The completion opcode of a send work request's opcode, `None` for an unknown one.
@@ -83,6 +112,7 @@ pub(crate) fn wc_opcode_of(wr: u32) -> Option<u32> {
         w::ATOMIC_FETCH_AND_ADD => wc_opcode::FETCH_ADD,
         w::LOCAL_INV => wc_opcode::LOCAL_INV,
         w::BIND_MW => wc_opcode::BIND_MW,
+        w::REG_MR => wc_opcode::REG_MR,
         _ => return None,
     })
 }
@@ -103,6 +133,8 @@ pub(crate) struct Cqe {
     pub(crate) pkey_index: u16,
     pub(crate) sl: u8,
     pub(crate) port_num: u8,
+    /// Kernel CQs only: the token of the QP (`reserved1`); always 0 in a user's ring.
+    pub(crate) kernel_qp: u64,
     /// Not part of the entry: whether it satisfies a "solicited only" arming.
     pub(crate) solicited: bool,
 }
@@ -141,8 +173,122 @@ impl Cqe {
         // slid (42..44) stays 0: RoCE has no LIDs.
         b[44] = self.sl;
         b[46] = self.port_num;
+        b[48..56].copy_from_slice(&self.kernel_qp.to_ne_bytes());
         b
     }
+
+    /// Reads an entry back (kernel CQs, which the kernel also consumes).
+    pub(crate) fn from_bytes(b: &[u8; CQE_SIZE]) -> Self {
+        let w = |i: usize| u32::from_ne_bytes([b[8 + 4 * i], b[9 + 4 * i], b[10 + 4 * i], b[11 + 4 * i]]);
+        let mut wr_id = [0u8; 8];
+        wr_id.copy_from_slice(&b[0..8]);
+        let mut qp = [0u8; 8];
+        qp.copy_from_slice(&b[48..56]);
+        Cqe {
+            wr_id: u64::from_ne_bytes(wr_id),
+            status: w(0),
+            opcode: w(1),
+            vendor_err: w(2),
+            byte_len: w(3),
+            imm_data: w(4),
+            qp_num: w(5),
+            src_qp: w(6),
+            wc_flags: w(7),
+            pkey_index: u16::from_ne_bytes([b[40], b[41]]),
+            sl: b[44],
+            port_num: b[46],
+            kernel_qp: u64::from_ne_bytes(qp),
+            solicited: false,
+        }
+    }
+}
+
+/// A send WQE header (`struct ferroce_send_wqe` without its SGEs or inline data), as kernel
+/// users' work requests are written to their rings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SendWqe {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: u32,
+    pub(crate) send_flags: u32,
+    pub(crate) num_sge: u32,
+    pub(crate) inline_len: u32,
+    pub(crate) imm_data: u32,
+    /// The opcode's part of the union: `rdma`, `atomic`, `ud` or (kernel only) `reg`.
+    pub(crate) wr: WqeUnion,
+}
+
+/// The union of `struct ferroce_send_wqe`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum WqeUnion {
+    #[default]
+    None,
+    Rdma { remote_addr: u64, rkey: u32 },
+    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
+    Ud { ah_num: u32, remote_qpn: u32, remote_qkey: u32 },
+    Reg { mr_key: u32, key: u32, access: u32 },
+}
+
+impl SendWqe {
+    pub(crate) fn to_bytes(&self) -> [u8; SEND_WQE_HEADER] {
+        let mut b = [0u8; SEND_WQE_HEADER];
+        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+        put(0, &self.wr_id.to_ne_bytes());
+        put(8, &self.opcode.to_ne_bytes());
+        put(12, &self.send_flags.to_ne_bytes());
+        put(16, &self.num_sge.to_ne_bytes());
+        put(20, &self.inline_len.to_ne_bytes());
+        put(24, &self.imm_data.to_ne_bytes());
+        match self.wr {
+            WqeUnion::None => {}
+            WqeUnion::Rdma { remote_addr, rkey } => {
+                put(32, &remote_addr.to_ne_bytes());
+                put(40, &rkey.to_ne_bytes());
+            }
+            WqeUnion::Atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+            } => {
+                put(32, &remote_addr.to_ne_bytes());
+                put(40, &compare_add.to_ne_bytes());
+                put(48, &swap.to_ne_bytes());
+                put(56, &rkey.to_ne_bytes());
+            }
+            WqeUnion::Ud {
+                ah_num,
+                remote_qpn,
+                remote_qkey,
+            } => {
+                put(32, &ah_num.to_ne_bytes());
+                put(36, &remote_qpn.to_ne_bytes());
+                put(40, &remote_qkey.to_ne_bytes());
+            }
+            WqeUnion::Reg { mr_key, key, access } => {
+                put(32, &mr_key.to_ne_bytes());
+                put(36, &key.to_ne_bytes());
+                put(40, &access.to_ne_bytes());
+            }
+        }
+        b
+    }
+}
+
+/// A receive WQE header (`struct ferroce_recv_wqe` without its SGEs).
+pub(crate) fn recv_wqe_header(wr_id: u64, num_sge: u32) -> [u8; RECV_WQE_HEADER] {
+    let mut b = [0u8; RECV_WQE_HEADER];
+    b[0..8].copy_from_slice(&wr_id.to_ne_bytes());
+    b[8..12].copy_from_slice(&num_sge.to_ne_bytes());
+    b
+}
+
+/// `struct ferroce_sge`.
+pub(crate) fn sge_bytes(addr: u64, length: u32, lkey: u32) -> [u8; SGE_SIZE] {
+    let mut b = [0u8; SGE_SIZE];
+    b[0..8].copy_from_slice(&addr.to_ne_bytes());
+    b[8..12].copy_from_slice(&length.to_ne_bytes());
+    b[12..16].copy_from_slice(&lkey.to_ne_bytes());
+    b
 }
 
 /// Whether a CQ armed with `notify` (`FERROCE_CQ_NOTIFY_*`) signals a completion.

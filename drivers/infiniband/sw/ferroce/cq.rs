@@ -6,7 +6,7 @@
 use kernel::{
     new_mutex,
     prelude::*,
-    rdma::{Cq, CqInitAttr, Device, UContext, Udata},
+    rdma::{Cq, CqInitAttr, Device, QpToken, UContext, Udata, Wc},
     sync::Mutex,
 };
 
@@ -30,7 +30,7 @@ struct CqRing {
 }
 
 impl CqRing {
-    fn new(uctx: &UContext<Ferroce>, num_entries: u32) -> Result<Self> {
+    fn new(uctx: Option<&UContext<Ferroce>>, num_entries: u32) -> Result<Self> {
         let queue = SharedQueue::new(uctx, num_entries, abi::CQE_SIZE, KernelSide::Producer)?;
         Ok(CqRing { queue, producer: 0 })
     }
@@ -53,7 +53,12 @@ impl CqRing {
             return Ok(Pushed::Overrun);
         }
         let slot = (self.producer & (self.queue.num_entries - 1)) as usize;
-        buf.write(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &cqe.to_bytes())?;
+        // Only a kernel user's ring may hold a kernel pointer.
+        let mut entry = *cqe;
+        if !self.queue.is_kernel() {
+            entry.kernel_qp = 0;
+        }
+        buf.write(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &entry.to_bytes())?;
         self.producer = self.producer.wrapping_add(1);
         buf.store_release(abi::CTRL_PRODUCER, self.producer)?;
         // Disarm with an exchange, so that a re-arm racing with us is never lost: it either
@@ -105,8 +110,6 @@ pub(crate) fn create(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<(CqData, u32)> {
-    // Kernel ULPs cannot use ferroce yet (it is no kverbs provider), so only user CQs exist.
-    let uctx = uctx.ok_or(EOPNOTSUPP)?;
     if attr.flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -116,7 +119,9 @@ pub(crate) fn create(
     udata.require_no_input()?;
     let num_entries = entries_for(attr.cqe)?;
     let ring = CqRing::new(uctx, num_entries)?;
-    udata.write(&ring.queue.mmap_info()?.to_bytes())?;
+    if uctx.is_some() {
+        udata.write(&ring.queue.mmap_info()?.to_bytes())?;
+    }
     let ring = KBox::pin_init(new_mutex!(ring, "ferroce:cq"), GFP_KERNEL)?;
     // Counted last: nothing after this can fail, so the count never needs undoing here.
     dev.data().cqs.take(limits::MAX_CQ)?;
@@ -135,10 +140,12 @@ pub(crate) fn resize(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<u32> {
-    let uctx = uctx.ok_or(EOPNOTSUPP)?;
     udata.require_no_input()?;
     let num_entries = entries_for(cqe)?;
     let mut ring = cq.data().ring.lock();
+    if ring.queue.is_kernel() != uctx.is_none() {
+        return Err(EINVAL);
+    }
     let pending = ring.pending()?;
     if pending > num_entries {
         return Err(EINVAL);
@@ -160,9 +167,64 @@ pub(crate) fn resize(
     new_q
         .buf
         .store_release(abi::CTRL_NOTIFY, old_q.buf.load_acquire(abi::CTRL_NOTIFY)?)?;
-    udata.write(&new_q.mmap_info()?.to_bytes())?;
+    if uctx.is_some() {
+        udata.write(&new_q.mmap_info()?.to_bytes())?;
+    } else {
+        // A kernel user consumes through the kernel: its index moves with the entries.
+        new_q.buf.store_release(abi::CTRL_CONSUMER, 0)?;
+    }
     let mut new = new;
     new.producer = pending;
     *ring = new;
     Ok(num_entries)
+}
+
+/// Takes completions from a kernel user's CQ (`ib_poll_cq`).
+pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
+    let ring = cq.data().ring.lock();
+    let q = &ring.queue;
+    if !q.is_kernel() {
+        // A user's CQ is polled in user space only.
+        return Err(EINVAL);
+    }
+    let consumer = q.buf.load_acquire(abi::CTRL_CONSUMER)?;
+    let n = (ring.pending()? as usize).min(out.len());
+    let mut bytes = [0u8; abi::CQE_SIZE];
+    for (i, wc) in out[..n].iter_mut().enumerate() {
+        let slot = (consumer.wrapping_add(i as u32) & (q.num_entries - 1)) as usize;
+        q.buf.read(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &mut bytes)?;
+        let c = abi::Cqe::from_bytes(&bytes);
+        *wc = Wc {
+            wr_id: c.wr_id,
+            status: c.status,
+            opcode: c.opcode,
+            vendor_err: c.vendor_err,
+            byte_len: c.byte_len,
+            qp: QpToken::from_bits(c.kernel_qp),
+            ex: c.imm_data,
+            src_qp: c.src_qp,
+            wc_flags: abi::kernel_wc_flags(c.wc_flags),
+            pkey_index: c.pkey_index,
+            sl: c.sl,
+            port_num: c.port_num.into(),
+        };
+    }
+    q.buf
+        .store_release(abi::CTRL_CONSUMER, consumer.wrapping_add(n as u32))?;
+    Ok(n)
+}
+
+/// Arms a kernel user's CQ (`ib_req_notify_cq`); returns whether completions wait already.
+pub(crate) fn arm(cq: &Cq<Ferroce>, solicited_only: bool, report_missed: bool) -> Result<bool> {
+    let ring = cq.data().ring.lock();
+    if !ring.queue.is_kernel() {
+        return Err(EINVAL);
+    }
+    let how = if solicited_only {
+        abi::CQ_NOTIFY_SOLICITED
+    } else {
+        abi::CQ_NOTIFY_NEXT
+    };
+    ring.queue.buf.store_release(abi::CTRL_NOTIFY, how)?;
+    Ok(report_missed && ring.pending()? > 0)
 }

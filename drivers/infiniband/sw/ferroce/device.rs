@@ -12,7 +12,7 @@ use kernel::{
     rdma::{
         self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
         DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable,
-        PortState, Qp, QpAttr, QpInitAttr, Srq, SrqAttr, UContext, Udata,
+        PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
     },
     str::CStr,
     sync::{Mutex, SpinLock},
@@ -229,6 +229,42 @@ impl rdma::Driver for Ferroce {
 
     fn ring_rq_doorbell(q: &Qp<Self>) -> Result {
         qp::rq_doorbell(q)
+    }
+
+    fn post_send(q: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp::post_send(q, wr)
+    }
+
+    fn post_recv(q: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp::post_recv(q, wr)
+    }
+
+    fn post_srq_recv(s: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        srq::post_recv(s, wr)
+    }
+
+    fn poll_cq(c: &Cq<Self>, out: &mut [Wc]) -> Result<usize> {
+        cq::poll(c, out)
+    }
+
+    fn req_notify_cq(c: &Cq<Self>, solicited_only: bool, report_missed: bool) -> Result<bool> {
+        cq::arm(c, solicited_only, report_missed)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(mr::MrData, u32, u32)> {
+        mr::get_dma(pd, access)
+    }
+
+    fn alloc_mr(pd: &Pd<Self>, max_pages: u32) -> Result<(mr::MrData, u32, u32)> {
+        mr::alloc_fast(pd, max_pages)
+    }
+
+    fn map_mr_begin(m: &Mr<Self>) -> Result {
+        mr::map_begin(m)
+    }
+
+    fn map_mr_page(m: &Mr<Self>, addr: u64) -> Result {
+        mr::map_page(m, addr)
     }
 
     fn create_srq(

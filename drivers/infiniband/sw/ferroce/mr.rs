@@ -1,23 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: user memory pinned through ib_umem, named by an lkey/rkey from the device's
-//! key table (`keys.rs`).
+//! Memory regions: user memory pinned through ib_umem, kernel users' DMA MRs and
+//! fast-registration MRs, each named by an lkey/rkey from the device's key table (`keys.rs`).
 
 use kernel::{
+    new_mutex,
     prelude::*,
     rdma::{access, rereg, Mr, MrChange, Pd, Udata, Umem},
+    sync::Mutex,
 };
 
 use crate::{device::Ferroce, limits};
 
+/// What an MR's addresses refer to.
+pub(crate) enum Memory {
+    /// User memory, pinned.
+    User {
+        /// The pinned pages (read by the data path).
+        #[expect(dead_code, reason = "read by the data path")]
+        umem: Umem,
+        /// The user address and length registered (what a re-registration keeps).
+        start: u64,
+        length: u64,
+    },
+    /// All of kernel memory, by kernel virtual address (`get_dma_mr`).
+    Dma,
+    /// A fast-registration MR: the pages `map_mr_sg` listed.
+    Fast { pages: Pin<KBox<Mutex<PageList>>> },
+}
+
+/// The pages of a fast-registration MR: `len` of `addrs` are in use (the list is allocated
+/// whole, as `map_mr_sg` may not sleep).
+pub(crate) struct PageList {
+    addrs: KVec<u64>,
+    len: usize,
+}
+
 /// Per-MR state.
 pub(crate) struct MrData {
-    /// The pinned pages (used by the data path).
-    #[expect(dead_code, reason = "read by the data path")]
-    pub(crate) umem: Umem,
-    /// The user address and length registered (what a re-registration keeps).
-    start: u64,
-    length: u64,
+    pub(crate) memory: Memory,
     pub(crate) iova: u64,
     pub(crate) access: u32,
     pub(crate) key: u32,
@@ -30,6 +51,11 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
     | access::REMOTE_READ
     | access::REMOTE_ATOMIC
     | access::OPTIONAL;
+
+/// A new key for an MR of `pd`'s device.
+fn new_key(pd: &Pd<Ferroce>) -> Result<u32> {
+    pd.device().data().mr_keys.lock().alloc().map_err(|_| ENOMEM)
+}
 
 pub(crate) fn reg_user(
     pd: &Pd<Ferroce>,
@@ -47,14 +73,15 @@ pub(crate) fn reg_user(
     if length == 0 || length > limits::MAX_MR_SIZE || iova.checked_add(length).is_none() {
         return Err(EINVAL);
     }
-    let dev = pd.device();
-    let umem = Umem::get(dev, start, length, access)?;
-    let key = dev.data().mr_keys.lock().alloc().map_err(|_| ENOMEM)?;
+    let umem = Umem::get(pd.device(), start, length, access)?;
+    let key = new_key(pd)?;
     Ok((
         MrData {
-            umem,
-            start,
-            length,
+            memory: Memory::User {
+                umem,
+                start,
+                length,
+            },
             iova,
             access,
             key,
@@ -79,10 +106,13 @@ pub(crate) fn rereg_user(
     udata: &mut Udata<'_>,
 ) -> Result<(MrData, u32, u32)> {
     let old = mr.data();
+    let Memory::User { start, length, .. } = old.memory else {
+        return Err(EINVAL);
+    };
     let (start, length, iova) = if change.flags & rereg::TRANS != 0 {
         (change.start, change.length, change.iova)
     } else {
-        (old.start, old.length, old.iova)
+        (start, length, old.iova)
     };
     let access = if change.flags & rereg::ACCESS != 0 {
         change.access
@@ -90,4 +120,74 @@ pub(crate) fn rereg_user(
         old.access
     };
     reg_user(pd, start, length, iova, access, udata)
+}
+
+/// The MR `ib_alloc_pd` makes for a kernel PD: kernel virtual addresses, as ib_core's virtual
+/// DMA maps them.
+pub(crate) fn get_dma(pd: &Pd<Ferroce>, access: u32) -> Result<(MrData, u32, u32)> {
+    if access & !SUPPORTED != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let key = new_key(pd)?;
+    let data = MrData {
+        memory: Memory::Dma,
+        iova: 0,
+        access,
+        key,
+    };
+    Ok((data, key, key))
+}
+
+/// A fast-registration MR of up to `max_pages` pages; unusable until a REG_MR work request
+/// registers what `map_mr_sg` mapped.
+pub(crate) fn alloc_fast(pd: &Pd<Ferroce>, max_pages: u32) -> Result<(MrData, u32, u32)> {
+    if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
+        return Err(EINVAL);
+    }
+    let list = PageList {
+        addrs: KVec::from_elem(0u64, max_pages as usize, GFP_KERNEL)?,
+        len: 0,
+    };
+    let pages = KBox::pin_init(new_mutex!(list, "ferroce:mr_pages"), GFP_KERNEL)?;
+    let key = new_key(pd)?;
+    let data = MrData {
+        memory: Memory::Fast { pages },
+        iova: 0,
+        access: 0,
+        key,
+    };
+    Ok((data, key, key))
+}
+
+/// `map_mr_sg` starts: the MR's page list is rebuilt.
+pub(crate) fn map_begin(mr: &Mr<Ferroce>) -> Result {
+    match &mr.data().memory {
+        Memory::Fast { pages } => {
+            pages.lock().len = 0;
+            Ok(())
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+/// `map_mr_sg` adds a page; `ENOMEM` when the MR's page list is full.
+pub(crate) fn map_page(mr: &Mr<Ferroce>, addr: u64) -> Result {
+    match &mr.data().memory {
+        Memory::Fast { pages } => {
+            let mut list = pages.lock();
+            let at = list.len;
+            *list.addrs.get_mut(at).ok_or(ENOMEM)? = addr;
+            list.len = at + 1;
+            Ok(())
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+/// The current key of a fast-registration MR, `None` for other MRs.
+pub(crate) fn fast_reg_key(mr: &Mr<Ferroce>) -> Option<u32> {
+    match mr.data().memory {
+        Memory::Fast { .. } => Some(mr.data().key),
+        _ => None,
+    }
 }

@@ -7,15 +7,16 @@ use kernel::{
     new_mutex,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent, QpInitAttr,
-        QpState, QpType, UContext, Udata,
+        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap,
+        QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
     },
     sync::Mutex,
 };
 
 use crate::{
-    abi::{self, Cqe},
+    abi::{self, Cqe, SendWqe, WqeUnion},
     cq,
+    mr,
     device::{active_mtu, Ferroce},
     limits,
     wq::WorkQueue,
@@ -43,7 +44,7 @@ impl QpShared {
             // An unknown opcode still completes (as a send): the WQE is not executed.
             let opcode = abi::wc_opcode_of(op).unwrap_or(abi::wc_opcode::SEND);
             // A corrupt CQ ring is the owner's problem; the flush goes on.
-            let _ = cq::post(qp.send_cq(), &Cqe::flushed(wr_id, opcode, qpn));
+            let _ = cq::post(qp.send_cq(), &flushed(qp, wr_id, opcode, qpn));
         })
     }
 
@@ -55,8 +56,16 @@ impl QpShared {
         let qpn = qp.qp_num();
         rq.drain(|hdr: &[u8; abi::RECV_WQE_HEADER]| {
             let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
-            let _ = cq::post(qp.recv_cq(), &Cqe::flushed(wr_id, abi::wc_opcode::RECV, qpn));
+            let _ = cq::post(qp.recv_cq(), &flushed(qp, wr_id, abi::wc_opcode::RECV, qpn));
         })
+    }
+}
+
+/// A flushed work request's completion (naming the QP for a kernel CQ).
+fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
+    Cqe {
+        kernel_qp: QpToken::of(qp).to_bits(),
+        ..Cqe::flushed(wr_id, opcode, qpn)
     }
 }
 
@@ -80,8 +89,6 @@ pub(crate) fn create(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<(QpData, u32)> {
-    // Kernel ULPs cannot use ferroce yet (it is no kverbs provider): user QPs only.
-    let uctx = uctx.ok_or(EOPNOTSUPP)?;
     if init.qp_type == QpType::Uc || init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -118,13 +125,15 @@ pub(crate) fn create(
         }),
         max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
     };
-    let rq_mi = rq.as_ref().map(|rq| rq.queue.mmap_info()).transpose()?;
-    udata.write(&abi::create_qp_resp(
-        &sq.queue.mmap_info()?,
-        rq_mi.as_ref(),
-        sq_wqe,
-        rq.as_ref().map_or(0, |_| rq_wqe),
-    ))?;
+    if uctx.is_some() {
+        let rq_mi = rq.as_ref().map(|rq| rq.queue.mmap_info()).transpose()?;
+        udata.write(&abi::create_qp_resp(
+            &sq.queue.mmap_info()?,
+            rq_mi.as_ref(),
+            sq_wqe,
+            rq.as_ref().map_or(0, |_| rq_wqe),
+        ))?;
+    }
     let attr = QpAttr {
         qp_state: QpState::Reset,
         cur_qp_state: QpState::Reset,
@@ -333,4 +342,148 @@ pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
         return st.flush_rq(qp);
     }
     st.rq.as_ref().map_or(Ok(0), |rq| rq.pending()).map(|_| ())
+}
+
+/// Room for the SGEs or the inline data of one WQE (both at most 512 bytes).
+const WQE_BODY: usize = abi::SGE_SIZE * limits::MAX_SGE as usize;
+const _: () = assert!(limits::MAX_INLINE_DATA as usize <= WQE_BODY);
+
+/// Queues a kernel user's send work request in the SQ ring, in the format user space writes.
+pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
+    let data = qp.data();
+    let mut st = data.state.lock();
+    if !st.sq.queue.is_kernel() || matches!(st.attr.qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
+        return Err(EINVAL);
+    }
+    let cap = st.attr.cap;
+    let ud = data.init.qp_type == QpType::Ud;
+    let w = wr_opcode_and_union(wr, ud)?;
+    let mut body = [0u8; WQE_BODY];
+    let (len, num_sge, inline_len) = if wr.send_flags & SEND_INLINE != 0 {
+        let room = (cap.max_inline_data as usize).min(WQE_BODY);
+        let n = wr.copy_inline(&mut body[..room])?;
+        (n, 0, n as u32)
+    } else {
+        if wr.sges.len() > cap.max_send_sge as usize {
+            return Err(EINVAL);
+        }
+        for (i, sge) in wr.sges.iter().enumerate() {
+            body[i * abi::SGE_SIZE..][..abi::SGE_SIZE]
+                .copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
+        }
+        (wr.sges.len() * abi::SGE_SIZE, wr.sges.len() as u32, 0)
+    };
+    let header = SendWqe {
+        wr_id: wr.wr_id,
+        opcode: w.0,
+        send_flags: wr.send_flags,
+        num_sge,
+        inline_len,
+        imm_data: w.1,
+        wr: w.2,
+    }
+    .to_bytes();
+    st.sq.produce(&[&header, &body[..len]])
+}
+
+/// The WQE opcode, immediate/invalidate word and union of a kernel send work request.
+fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>, ud: bool) -> Result<(u32, u32, WqeUnion)> {
+    use abi::wr_opcode as o;
+    let (op, ex, un) = match wr.op {
+        SendOp::Send => (o::SEND, 0, WqeUnion::None),
+        SendOp::SendWithImm(imm) => (o::SEND_WITH_IMM, imm, WqeUnion::None),
+        SendOp::SendWithInv(rkey) => (o::SEND_WITH_INV, rkey, WqeUnion::None),
+        SendOp::RdmaWrite { remote_addr, rkey } => {
+            (o::RDMA_WRITE, 0, WqeUnion::Rdma { remote_addr, rkey })
+        }
+        SendOp::RdmaWriteWithImm {
+            remote_addr,
+            rkey,
+            imm,
+        } => (o::RDMA_WRITE_WITH_IMM, imm, WqeUnion::Rdma { remote_addr, rkey }),
+        SendOp::RdmaRead { remote_addr, rkey } => {
+            (o::RDMA_READ, 0, WqeUnion::Rdma { remote_addr, rkey })
+        }
+        SendOp::CmpSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => (
+            o::ATOMIC_CMP_AND_SWP,
+            0,
+            WqeUnion::Atomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+            },
+        ),
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => (
+            o::ATOMIC_FETCH_AND_ADD,
+            0,
+            WqeUnion::Atomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+            },
+        ),
+        SendOp::LocalInv(rkey) => (o::LOCAL_INV, rkey, WqeUnion::None),
+        SendOp::RegMr { mr, key, access } => {
+            let mr_key = mr::fast_reg_key(mr).ok_or(EINVAL)?;
+            // The new key keeps the MR's index; only the key byte may change.
+            if key >> 8 != mr_key >> 8 {
+                return Err(EINVAL);
+            }
+            (o::REG_MR, 0, WqeUnion::Reg { mr_key, key, access })
+        }
+    };
+    if !ud {
+        return Ok((op, ex, un));
+    }
+    // A UD QP sends, with its destination.
+    let dest = wr.ud.as_ref().ok_or(EINVAL)?;
+    if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+        return Err(EINVAL);
+    }
+    Ok((
+        op,
+        ex,
+        WqeUnion::Ud {
+            ah_num: dest.ah.data().num,
+            remote_qpn: dest.remote_qpn,
+            remote_qkey: dest.remote_qkey,
+        },
+    ))
+}
+
+/// Queues a kernel user's receive work request in the RQ ring.
+pub(crate) fn post_recv(qp: &Qp<Ferroce>, wr: &RecvWr<'_>) -> Result {
+    let mut st = qp.data().state.lock();
+    let max_sge = st.attr.cap.max_recv_sge;
+    let reset = st.attr.qp_state == QpState::Reset;
+    let rq = st.rq.as_mut().ok_or(EINVAL)?;
+    if !rq.queue.is_kernel() || reset {
+        return Err(EINVAL);
+    }
+    produce_recv(rq, wr, max_sge)
+}
+
+/// Writes a receive WQE for a kernel user (RQ or SRQ).
+pub(crate) fn produce_recv(wq: &mut WorkQueue, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+    if wr.sges.len() > max_sge as usize {
+        return Err(EINVAL);
+    }
+    let mut body = [0u8; WQE_BODY];
+    for (i, sge) in wr.sges.iter().enumerate() {
+        body[i * abi::SGE_SIZE..][..abi::SGE_SIZE]
+            .copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
+    }
+    let header = abi::recv_wqe_header(wr.wr_id, wr.sges.len() as u32);
+    wq.produce(&[&header, &body[..wr.sges.len() * abi::SGE_SIZE]])
 }

@@ -29,18 +29,30 @@ pub(crate) struct SharedQueue {
 }
 
 impl SharedQueue {
+    /// A queue for `uctx`'s process to map, or (`None`) a kernel user's queue, which has the
+    /// same layout and which the kernel drives from both sides.
     pub(crate) fn new(
-        uctx: &UContext<Ferroce>,
+        uctx: Option<&UContext<Ferroce>>,
         num_entries: u32,
         entry_size: usize,
         side: KernelSide,
     ) -> Result<Self> {
         let bytes = abi::queue_bytes(num_entries, entry_size).ok_or(EINVAL)?;
+        let buf = match uctx {
+            Some(uctx) => SharedBuffer::new(uctx, bytes)?,
+            None => SharedBuffer::new_kernel(bytes)?,
+        };
         Ok(SharedQueue {
-            buf: SharedBuffer::new(uctx, bytes)?,
+            buf,
             num_entries,
             side,
         })
+    }
+
+    /// Whether a kernel user owns the queue (nothing in it is hostile; kernel pointers may go
+    /// in it).
+    pub(crate) fn is_kernel(&self) -> bool {
+        !self.buf.is_mapped()
     }
 
     pub(crate) fn mmap_info(&self) -> Result<MmapInfo> {

@@ -6,12 +6,12 @@
 use kernel::{
     new_mutex,
     prelude::*,
-    rdma::{srq_mask, Pd, Srq, SrqAttr, SrqEvent, UContext, Udata},
+    rdma::{srq_mask, Pd, RecvWr, Srq, SrqAttr, SrqEvent, UContext, Udata},
     sync::Mutex,
     uaccess::UserSlice,
 };
 
-use crate::{abi, device::Ferroce, limits, wq::WorkQueue};
+use crate::{abi, device::Ferroce, limits, qp, wq::WorkQueue};
 
 /// Per-SRQ state.
 pub(crate) struct SrqData {
@@ -47,8 +47,6 @@ pub(crate) fn create(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<SrqData> {
-    // Kernel ULPs cannot use ferroce yet (it is no kverbs provider): user SRQs only.
-    let uctx = uctx.ok_or(EOPNOTSUPP)?;
     udata.require_no_input()?;
     if attr.max_sge > limits::MAX_SGE {
         return Err(EINVAL);
@@ -56,7 +54,9 @@ pub(crate) fn create(
     let num_entries = entries(attr.max_wr)?;
     let (_, wqe_size) = abi::wqe_sizes(0, 0, attr.max_sge);
     let wq = WorkQueue::new(uctx, num_entries, wqe_size)?;
-    udata.write(&abi::create_srq_resp(&wq.queue.mmap_info()?, wqe_size))?;
+    if uctx.is_some() {
+        udata.write(&abi::create_srq_resp(&wq.queue.mmap_info()?, wqe_size))?;
+    }
     let max_sge = ((wqe_size as usize - abi::RECV_WQE_HEADER) / abi::SGE_SIZE) as u32;
     let max_sge = max_sge.min(limits::MAX_SGE);
     // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
@@ -95,6 +95,11 @@ pub(crate) fn modify(
         udata.require_no_input()?;
         None
     };
+    let resize_kernel = mask & srq_mask::MAX_WR != 0 && uctx.is_none();
+    if resize_kernel {
+        // Kernel users' SRQs are not resized (no kernel user asks).
+        return Err(EOPNOTSUPP);
+    }
     let info_addr = match (mask & srq_mask::MAX_WR != 0, info_addr) {
         (true, None) => return Err(EINVAL),
         (true, addr) => addr,
@@ -109,7 +114,10 @@ pub(crate) fn modify(
             return Err(EINVAL);
         }
         let uctx = uctx.ok_or(EOPNOTSUPP)?;
-        let mut new = WorkQueue::new(uctx, num_entries, st.wq.wqe_size)?;
+        if st.wq.queue.is_kernel() {
+            return Err(EINVAL);
+        }
+        let mut new = WorkQueue::new(Some(uctx), num_entries, st.wq.wqe_size)?;
         st.wq.move_to(&mut new)?;
         let info = new.queue.mmap_info()?.to_bytes();
         UserSlice::new(addr as usize, info.len())
@@ -142,4 +150,14 @@ pub(crate) fn query(srq: &Srq<Ferroce>) -> Result<SrqAttr> {
         max_sge: data.max_sge,
         srq_limit: st.limit,
     })
+}
+
+/// Queues a kernel user's receive work request on the SRQ.
+pub(crate) fn post_recv(srq: &Srq<Ferroce>, wr: &RecvWr<'_>) -> Result {
+    let data = srq.data();
+    let mut st = data.state.lock();
+    if !st.wq.queue.is_kernel() {
+        return Err(EINVAL);
+    }
+    qp::produce_recv(&mut st.wq, wr, data.max_sge)
 }

@@ -21,7 +21,12 @@ pub(crate) struct WorkQueue {
 }
 
 impl WorkQueue {
-    pub(crate) fn new(uctx: &UContext<Ferroce>, num_entries: u32, wqe_size: u32) -> Result<Self> {
+    /// A user's (`Some(uctx)`) or a kernel user's work queue.
+    pub(crate) fn new(
+        uctx: Option<&UContext<Ferroce>>,
+        num_entries: u32,
+        wqe_size: u32,
+    ) -> Result<Self> {
         let queue = SharedQueue::new(uctx, num_entries, wqe_size as usize, KernelSide::Consumer)?;
         Ok(WorkQueue {
             queue,
@@ -53,6 +58,28 @@ impl WorkQueue {
     pub(crate) fn consume(&mut self, n: u32) -> Result {
         self.consumer = self.consumer.wrapping_add(n);
         self.queue.buf.store_release(abi::CTRL_CONSUMER, self.consumer)
+    }
+
+    /// Writes a WQE for a kernel user (who produces through the kernel): `parts` one after the
+    /// other, then publishes it. `ENOMEM` when the queue is full, `EINVAL` when the parts do not
+    /// fit a WQE.
+    pub(crate) fn produce(&mut self, parts: &[&[u8]]) -> Result {
+        if self.pending()? >= self.queue.num_entries {
+            return Err(ENOMEM);
+        }
+        let total = parts.iter().map(|p| p.len()).sum::<usize>();
+        if total > self.wqe_size as usize {
+            return Err(EINVAL);
+        }
+        let producer = self.queue.buf.load_acquire(abi::CTRL_PRODUCER)?;
+        let mut at = self.offset_of(producer);
+        for part in parts {
+            self.queue.buf.write(at, part)?;
+            at += part.len();
+        }
+        self.queue
+            .buf
+            .store_release(abi::CTRL_PRODUCER, producer.wrapping_add(1))
     }
 
     /// Consumes every WQE posted so far, calling `each` with its first `N` bytes.

@@ -190,6 +190,69 @@ int main(void)
     }
 
     #[test]
+    fn cqe_round_trips_and_flags_convert() {
+        let c = abi::Cqe {
+            wr_id: 42,
+            status: 5,
+            opcode: abi::wc_opcode::RECV,
+            byte_len: 1000,
+            imm_data: 0x0102_0304,
+            qp_num: 17,
+            src_qp: 18,
+            wc_flags: abi::wc_flags::WITH_IMM | abi::wc_flags::GRH,
+            pkey_index: 0,
+            sl: 2,
+            port_num: 1,
+            kernel_qp: 0xffff_8880_1234_5678,
+            ..abi::Cqe::default()
+        };
+        assert_eq!(abi::Cqe::from_bytes(&c.to_bytes()), c);
+        assert_eq!(abi::kernel_wc_flags(0), 0);
+        assert_eq!(abi::kernel_wc_flags(abi::wc_flags::GRH), 1);
+        assert_eq!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM), 2);
+        assert_eq!(abi::kernel_wc_flags(abi::wc_flags::WITH_INV), 4);
+        assert_eq!(abi::kernel_wc_flags(abi::wc_flags::IP_CSUM_OK), 8);
+    }
+
+    #[test]
+    fn send_wqe_header_layout() {
+        let w = abi::SendWqe {
+            wr_id: 7,
+            opcode: abi::wr_opcode::ATOMIC_CMP_AND_SWP,
+            send_flags: 2,
+            num_sge: 1,
+            inline_len: 0,
+            imm_data: 0,
+            wr: abi::WqeUnion::Atomic {
+                remote_addr: 0x1000,
+                compare_add: 3,
+                swap: 4,
+                rkey: 0x99,
+            },
+        };
+        let b = w.to_bytes();
+        assert_eq!(&b[0..8], &7u64.to_ne_bytes());
+        assert_eq!(&b[8..12], &5u32.to_ne_bytes());
+        assert_eq!(&b[16..20], &1u32.to_ne_bytes());
+        assert_eq!(&b[32..40], &0x1000u64.to_ne_bytes());
+        assert_eq!(&b[48..56], &4u64.to_ne_bytes());
+        assert_eq!(&b[56..60], &0x99u32.to_ne_bytes());
+        let ud = abi::SendWqe {
+            wr: abi::WqeUnion::Ud {
+                ah_num: 3,
+                remote_qpn: 0x12,
+                remote_qkey: 0x1111_1111,
+            },
+            ..abi::SendWqe::default()
+        }
+        .to_bytes();
+        assert_eq!(&ud[32..36], &3u32.to_ne_bytes());
+        assert_eq!(&ud[40..44], &0x1111_1111u32.to_ne_bytes());
+        assert_eq!(abi::recv_wqe_header(5, 2)[8..12], 2u32.to_ne_bytes());
+        assert_eq!(abi::sge_bytes(1, 2, 3)[12..16], 3u32.to_ne_bytes());
+    }
+
+    #[test]
     fn send_opcodes_complete_as_their_kind() {
         use abi::{wc_opcode as c, wr_opcode as w};
         for (wr, wc) in [
@@ -203,6 +266,7 @@ int main(void)
             (w::ATOMIC_FETCH_AND_ADD, c::FETCH_ADD),
             (w::LOCAL_INV, c::LOCAL_INV),
             (w::BIND_MW, c::BIND_MW),
+            (w::REG_MR, c::REG_MR),
         ] {
             assert_eq!(abi::wc_opcode_of(wr), Some(wc), "wr opcode {wr}");
         }

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel verbs on an RDMA device, as kernel ULPs use them: ib_alloc_pd (and
+ * its DMA MR), kernel CQs (poll, arming, missed events, overrun), RC and UD
+ * QPs with work requests posted through ib_post_send/ib_post_recv (flushed
+ * in the error state, refused before RTS), fast-registration MRs
+ * (ib_alloc_mr, ib_map_mr_sg, IB_WR_REG_MR), kernel AHs, kernel SRQs and
+ * ib_drain_qp.  Loading the module runs every check against the device
+ * named by "dev"; it fails to load (-EIO) if one fails, after saying which
+ * in the kernel log.
+ *
+ *   insmod ferroce_kverbs_test.ko dev=ferroce0
+ */
+#include <linux/etherdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_verbs.h>
+
+static char *dev = "ferroce0";
+module_param(dev, charp, 0444);
+MODULE_PARM_DESC(dev, "the RDMA device to test");
+
+#define CHECK(cond, fmt, ...)                                                \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			pr_err("ferroce_kverbs_test: FAIL: " fmt "\n",       \
+			       ##__VA_ARGS__);                               \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+
+#define OK(fmt, ...) pr_info("ferroce_kverbs_test: ok: " fmt "\n", ##__VA_ARGS__)
+
+struct env {
+	struct ib_device *ibdev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	void *buf;		/* 8 pages */
+	atomic_t comps;		/* completion handler calls */
+	atomic_t cq_errs;	/* IB_EVENT_CQ_ERR */
+};
+
+static void comp_handler(struct ib_cq *cq, void *ctx)
+{
+	struct env *e = ctx;
+
+	atomic_inc(&e->comps);
+}
+
+static void cq_event(struct ib_event *ev, void *ctx)
+{
+	struct env *e = ctx;
+
+	if (ev->event == IB_EVENT_CQ_ERR)
+		atomic_inc(&e->cq_errs);
+}
+
+static struct ib_qp *make_qp(struct env *e, struct ib_cq *cq,
+			     enum ib_qp_type type, struct ib_srq *srq)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.srq = srq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 2, .max_recv_sge = 2,
+			 .max_inline_data = 64 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = type,
+	};
+
+	return ib_create_qp(e->pd, &init);
+}
+
+static int to_init(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qkey = 0x11111111,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+	};
+	int mask = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT;
+
+	mask |= qp->qp_type == IB_QPT_UD ? IB_QP_QKEY : IB_QP_ACCESS_FLAGS;
+	return ib_modify_qp(qp, &a, mask);
+}
+
+static int to_state(struct ib_qp *qp, enum ib_qp_state s)
+{
+	struct ib_qp_attr a = { .qp_state = s };
+
+	return ib_modify_qp(qp, &a, IB_QP_STATE);
+}
+
+static int post_recv(struct env *e, struct ib_qp *qp, u64 wr_id)
+{
+	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+/* One completion, flushed, of the work request wr_id on qp. */
+static int expect_flushed(struct env *e, struct ib_qp *qp, u64 wr_id,
+			  enum ib_wc_opcode opcode)
+{
+	struct ib_wc wc;
+	int n = ib_poll_cq(e->cq, 1, &wc);
+
+	CHECK(n == 1, "no completion for wr_id %llu (poll %d)", wr_id, n);
+	CHECK(wc.wr_id == wr_id && wc.status == IB_WC_WR_FLUSH_ERR &&
+		      wc.qp == qp && wc.opcode == opcode,
+	      "completion wr_id %llu status %d opcode %d qp %p; expected %llu flushed, opcode %d, qp %p",
+	      wc.wr_id, wc.status, wc.opcode, wc.qp, wr_id, opcode, qp);
+	return 0;
+}
+
+static int check_pd(struct env *e)
+{
+	CHECK(e->pd->local_dma_lkey != 0 && e->pd->__internal_mr,
+	      "ib_alloc_pd gave no DMA MR (local_dma_lkey %#x)",
+	      e->pd->local_dma_lkey);
+	OK("ib_alloc_pd: DMA MR, local_dma_lkey %#x", e->pd->local_dma_lkey);
+	return 0;
+}
+
+static int check_rc_flush(struct env *e)
+{
+	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
+	struct ib_rdma_wr write = {
+		.wr = { .wr_id = 21, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_RDMA_WRITE },
+		.remote_addr = (uintptr_t)e->buf,
+		.rkey = 0x1234,
+	};
+	struct ib_send_wr send = { .next = &write.wr, .wr_id = 20,
+				   .sg_list = &sge, .num_sge = 1,
+				   .opcode = IB_WR_SEND,
+				   .send_flags = IB_SEND_SIGNALED };
+	struct ib_send_wr inl = { .wr_id = 22, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IB_WR_SEND,
+				  .send_flags = IB_SEND_INLINE };
+	struct ib_sge sges[33] = { sge };
+	struct ib_recv_wr too_many = { .wr_id = 9, .sg_list = sges, .num_sge = 33 };
+	const struct ib_send_wr *bad;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int ret, i;
+
+	qp = make_qp(e, e->cq, IB_QPT_RC, NULL);
+	CHECK(!IS_ERR(qp), "create RC QP: %ld", PTR_ERR(qp));
+	CHECK(to_init(qp) == 0, "RC QP to INIT");
+	for (i = 0; i < 3; i++)
+		CHECK(post_recv(e, qp, 10 + i) == 0, "post_recv %d", i);
+	CHECK(ib_post_recv(qp, &too_many, NULL) == -EINVAL,
+	      "a receive with more SGEs than max_recv_sge");
+	ret = ib_post_send(qp, &send, &bad);
+	CHECK(ret == -EINVAL && bad == &send, "post_send in INIT: %d", ret);
+	CHECK(ib_poll_cq(e->cq, 1, &wc) == 0, "completions before the flush");
+	OK("RC QP: receives queued in INIT, sends refused before RTS");
+
+	CHECK(ib_req_notify_cq(e->cq, IB_CQ_NEXT_COMP) == 0, "req_notify_cq");
+	atomic_set(&e->comps, 0);
+	CHECK(to_state(qp, IB_QPS_ERR) == 0, "RC QP to ERR");
+	CHECK(atomic_read(&e->comps) == 1, "completion handler called %d times",
+	      atomic_read(&e->comps));
+	for (i = 0; i < 3; i++)
+		if (expect_flushed(e, qp, 10 + i, IB_WC_RECV))
+			return -EIO;
+	CHECK(ib_poll_cq(e->cq, 1, &wc) == 0, "a fourth completion");
+	OK("ERR flushes the 3 receives in order, wc.qp set; the armed CQ called its handler once");
+
+	ret = ib_post_send(qp, &send, &bad);
+	CHECK(ret == 0, "post_send chain in ERR: %d", ret);
+	if (expect_flushed(e, qp, 20, IB_WC_SEND) ||
+	    expect_flushed(e, qp, 21, IB_WC_RDMA_WRITE))
+		return -EIO;
+	CHECK(ib_post_send(qp, &inl, NULL) == 0, "inline send in ERR");
+	if (expect_flushed(e, qp, 22, IB_WC_SEND))
+		return -EIO;
+	CHECK(atomic_read(&e->comps) == 1, "a disarmed CQ called its handler");
+	OK("work posted in ERR (a chain, an RDMA WRITE, inline data) is flushed at once");
+
+	CHECK(ib_req_notify_cq(e->cq, IB_CQ_NEXT_COMP |
+				      IB_CQ_REPORT_MISSED_EVENTS) == 0,
+	      "missed events reported on an empty CQ");
+	CHECK(post_recv(e, qp, 13) == 0, "post_recv in ERR");
+	CHECK(atomic_read(&e->comps) == 2, "the re-armed CQ did not call its handler");
+	CHECK(ib_req_notify_cq(e->cq, IB_CQ_NEXT_COMP |
+				      IB_CQ_REPORT_MISSED_EVENTS) > 0,
+	      "a waiting completion not reported as missed");
+	if (expect_flushed(e, qp, 13, IB_WC_RECV))
+		return -EIO;
+	OK("req_notify_cq: IB_CQ_REPORT_MISSED_EVENTS says whether completions wait");
+	ib_destroy_qp(qp);
+	return 0;
+}
+
+static int check_fast_reg(struct env *e)
+{
+	struct scatterlist sg[5];
+	struct ib_reg_wr reg = { .wr = { .wr_id = 30, .opcode = IB_WR_REG_MR,
+					 .send_flags = IB_SEND_SIGNALED },
+				 .access = IB_ACCESS_LOCAL_WRITE |
+					   IB_ACCESS_REMOTE_WRITE };
+	struct ib_qp *qp;
+	struct ib_mr *mr;
+	int n, i;
+
+	mr = ib_alloc_mr(e->pd, IB_MR_TYPE_MEM_REG, 4);
+	CHECK(!IS_ERR(mr), "ib_alloc_mr: %ld", PTR_ERR(mr));
+	sg_init_table(sg, 5);
+	for (i = 0; i < 5; i++)
+		sg_set_buf(&sg[i], e->buf + i * PAGE_SIZE, PAGE_SIZE);
+	CHECK(ib_dma_map_sg(e->ibdev, sg, 3, DMA_BIDIRECTIONAL) == 3, "map sg");
+	n = ib_map_mr_sg(mr, sg, 3, NULL, PAGE_SIZE);
+	CHECK(n == 3, "ib_map_mr_sg of 3 pages: %d", n);
+	CHECK(mr->iova == (uintptr_t)e->buf && mr->length == 3 * PAGE_SIZE,
+	      "mapped MR: iova %llx length %llu", mr->iova, mr->length);
+	ib_dma_unmap_sg(e->ibdev, sg, 3, DMA_BIDIRECTIONAL);
+	CHECK(ib_dma_map_sg(e->ibdev, sg, 5, DMA_BIDIRECTIONAL) == 5, "map sg");
+	n = ib_map_mr_sg(mr, sg, 5, NULL, PAGE_SIZE);
+	CHECK(n == 4, "5 pages into an MR of 4: %d mapped", n);
+	ib_dma_unmap_sg(e->ibdev, sg, 5, DMA_BIDIRECTIONAL);
+	OK("ib_alloc_mr + ib_map_mr_sg: pages listed, iova and length set, capacity enforced");
+
+	qp = make_qp(e, e->cq, IB_QPT_RC, NULL);
+	CHECK(!IS_ERR(qp), "create RC QP");
+	CHECK(to_init(qp) == 0 && to_state(qp, IB_QPS_ERR) == 0, "QP to ERR");
+	reg.mr = mr;
+	reg.key = mr->rkey ^ 0x1000;		/* another index */
+	CHECK(ib_post_send(qp, &reg.wr, NULL) == -EINVAL,
+	      "REG_MR with a key of another MR index");
+	reg.key = ib_inc_rkey(mr->rkey);
+	CHECK(ib_post_send(qp, &reg.wr, NULL) == 0, "REG_MR in ERR");
+	if (expect_flushed(e, qp, 30, IB_WC_REG_MR))
+		return -EIO;
+	OK("IB_WR_REG_MR: a key of another MR refused; flushed as IB_WC_REG_MR");
+	ib_destroy_qp(qp);
+	CHECK(ib_dereg_mr(mr) == 0, "dereg fast-reg MR");
+	return 0;
+}
+
+static int check_ud(struct env *e)
+{
+	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
+	struct ib_ud_wr ud = { .wr = { .wr_id = 40, .sg_list = &sge,
+				       .num_sge = 1, .opcode = IB_WR_SEND },
+			       .remote_qpn = 1, .remote_qkey = 0x11111111 };
+	struct rdma_ah_attr attr = {};
+	struct ib_qp_attr a = {};
+	union ib_gid gid;
+	struct ib_ah *ah;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int ret;
+
+	CHECK(rdma_query_gid(e->ibdev, 1, 1, &gid) == 0, "GID index 1");
+	attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr, 1);
+	rdma_ah_set_grh(&attr, &gid, 0, 1, 64, 0);
+	eth_broadcast_addr(attr.roce.dmac);
+	ah = rdma_create_ah(e->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
+	CHECK(!IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah));
+
+	qp = make_qp(e, e->cq, IB_QPT_UD, NULL);
+	CHECK(!IS_ERR(qp), "create UD QP: %ld", PTR_ERR(qp));
+	CHECK(to_init(qp) == 0, "UD QP to INIT");
+	CHECK(to_state(qp, IB_QPS_RTR) == 0, "UD QP to RTR");
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 1;
+	CHECK(ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN) == 0, "UD QP to RTS");
+	ret = ib_post_send(qp, &ud.wr, NULL);
+	CHECK(ret == -EINVAL, "a UD send without an AH: %d", ret);
+	ud.ah = ah;
+	CHECK(ib_post_send(qp, &ud.wr, NULL) == 0, "a UD send in RTS");
+	CHECK(ib_poll_cq(e->cq, 1, &wc) == 0, "a completion before the data path");
+	CHECK(to_state(qp, IB_QPS_ERR) == 0, "UD QP to ERR");
+	if (expect_flushed(e, qp, 40, IB_WC_SEND))
+		return -EIO;
+	OK("UD QP: kernel AH, send queued in RTS, flushed by ERR");
+	ib_destroy_qp(qp);
+	rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	return 0;
+}
+
+static int check_overrun(struct env *e)
+{
+	struct ib_cq_init_attr ca = { .cqe = 4 };
+	struct ib_cq *small;
+	struct ib_qp *qp;
+	struct ib_wc wc[8];
+	int i, n;
+
+	small = ib_create_cq(e->ibdev, comp_handler, cq_event, e, &ca);
+	CHECK(!IS_ERR(small), "create CQ of 4");
+	qp = make_qp(e, small, IB_QPT_RC, NULL);
+	CHECK(!IS_ERR(qp) && to_init(qp) == 0, "QP on the small CQ");
+	for (i = 0; i < 7; i++)
+		CHECK(post_recv(e, qp, 50 + i) == 0, "post_recv %d", i);
+	atomic_set(&e->cq_errs, 0);
+	CHECK(to_state(qp, IB_QPS_ERR) == 0, "to ERR");
+	CHECK(atomic_read(&e->cq_errs) == 1, "IB_EVENT_CQ_ERR %d times",
+	      atomic_read(&e->cq_errs));
+	n = ib_poll_cq(small, 8, wc);
+	CHECK(n == 4 && wc[0].wr_id == 50 && wc[3].wr_id == 53,
+	      "an overrun CQ of 4 gave %d completions", n);
+	OK("CQ overrun: IB_EVENT_CQ_ERR once, the 4 completions it held intact");
+	ib_destroy_qp(qp);
+	ib_destroy_cq(small);
+	return 0;
+}
+
+static int check_srq(struct env *e)
+{
+	struct ib_srq_init_attr init = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+	struct ib_srq_attr a;
+	struct ib_srq *srq;
+	struct ib_qp *qp;
+	int i, ret;
+
+	srq = ib_create_srq(e->pd, &init);
+	CHECK(!IS_ERR(srq), "ib_create_srq: %ld", PTR_ERR(srq));
+	for (i = 0; i < 8; i++) {
+		wr.wr_id = 60 + i;
+		CHECK(ib_post_srq_recv(srq, &wr, NULL) == 0, "post_srq_recv %d", i);
+	}
+	ret = ib_post_srq_recv(srq, &wr, NULL);
+	CHECK(ret == -ENOMEM, "a 9th WQE in an SRQ of 8: %d", ret);
+	CHECK(ib_query_srq(srq, &a) == 0 && a.max_wr == 8, "query SRQ");
+	qp = make_qp(e, e->cq, IB_QPT_RC, srq);
+	CHECK(!IS_ERR(qp), "QP on the SRQ: %ld", PTR_ERR(qp));
+	CHECK(post_recv(e, qp, 1) == -EINVAL, "post_recv on a QP with an SRQ");
+	ib_destroy_qp(qp);
+	ib_destroy_srq(srq);
+	OK("kernel SRQ: posts until full, QPs on it have no receive queue");
+	return 0;
+}
+
+static int check_drain(struct env *e)
+{
+	struct ib_cq *cq = ib_alloc_cq(e->ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	struct ib_qp *qp;
+
+	CHECK(!IS_ERR(cq), "ib_alloc_cq: %ld", PTR_ERR(cq));
+	qp = make_qp(e, cq, IB_QPT_RC, NULL);
+	CHECK(!IS_ERR(qp) && to_init(qp) == 0, "QP for ib_drain_qp");
+	ib_drain_qp(qp);
+	OK("ib_drain_qp returns: its drain work requests are flushed");
+	ib_destroy_qp(qp);
+	ib_free_cq(cq);
+	return 0;
+}
+
+static int run(struct env *e)
+{
+	struct ib_cq_init_attr ca = { .cqe = 32 };
+	int ret;
+
+	e->pd = ib_alloc_pd(e->ibdev, 0);
+	CHECK(!IS_ERR(e->pd), "ib_alloc_pd: %ld", PTR_ERR(e->pd));
+	e->cq = ib_create_cq(e->ibdev, comp_handler, cq_event, e, &ca);
+	CHECK(!IS_ERR(e->cq), "ib_create_cq: %ld", PTR_ERR(e->cq));
+	CHECK(e->cq->cqe >= 32, "CQ of %d entries", e->cq->cqe);
+
+	ret = check_pd(e) ?: check_rc_flush(e) ?: check_fast_reg(e) ?:
+	      check_ud(e) ?: check_overrun(e) ?: check_srq(e) ?:
+	      check_drain(e);
+
+	ib_destroy_cq(e->cq);
+	ib_dealloc_pd(e->pd);
+	return ret;
+}
+
+static int __init kverbs_test_init(void)
+{
+	struct env e = {};
+	int ret;
+
+	e.ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
+	if (!e.ibdev) {
+		pr_err("ferroce_kverbs_test: FAIL: no device %s\n", dev);
+		return -ENODEV;
+	}
+	e.buf = kzalloc(8 * PAGE_SIZE, GFP_KERNEL);
+	ret = e.buf ? run(&e) : -ENOMEM;
+	kfree(e.buf);
+	ib_device_put(e.ibdev);
+	if (!ret)
+		pr_info("ferroce_kverbs_test: all checks passed on %s\n", dev);
+	return ret;
+}
+
+static void __exit kverbs_test_exit(void)
+{
+}
+
+module_init(kverbs_test_init);
+module_exit(kverbs_test_exit);
+MODULE_DESCRIPTION("Kernel verbs checks for an RDMA device");
+MODULE_LICENSE("GPL");
