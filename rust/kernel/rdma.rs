@@ -15,6 +15,7 @@ pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;
+pub mod irq_lock;
 pub mod link;
 pub mod mmap;
 pub mod mr;
@@ -34,6 +35,7 @@ pub use attr::{
 };
 pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef, Driver};
+pub use irq_lock::IrqSpinLock;
 pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
 pub use pd::Pd;

@@ -120,9 +120,25 @@ int main(int argc, char **argv)
 	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), "to INIT");
 	qa.qp_state = IBV_QPS_RTR;
 	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE), "to RTR");
-	qa.qp_state = IBV_QPS_RTS;
-	qa.sq_psn = 0;
-	CHECK(!ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN), "to RTS");
+
+	/*
+	 * PSNs are 24 bits.  libibverbs keeps only those, and ib_core masks a
+	 * wider PSN from a raw MODIFY_QP write to 24 bits (with a warning)
+	 * before the driver sees it: the QP gets the low 24 bits.
+	 */
+	struct ib_uverbs_modify_qp mq = {
+		.qp_handle = qp->handle,
+		.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN,
+		.qp_state = IBV_QPS_RTS,
+		.sq_psn = (1 << 24) | 0x123,
+	};
+	ret = raw_destroy(ctx->cmd_fd, IB_USER_VERBS_CMD_MODIFY_QP, &mq, sizeof(mq), 0);
+	CHECK(ret == 0, "RTR->RTS with a 25-bit SQ PSN returned %d", ret);
+	struct ibv_qp_init_attr qi;
+	CHECK(!ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN, &qi) &&
+	      qa.qp_state == IBV_QPS_RTS && qa.sq_psn == 0x123,
+	      "query after a raw modify: state %d, SQ PSN %#x", qa.qp_state, qa.sq_psn);
+	printf("raw MODIFY_QP: a 25-bit SQ PSN is masked to 24 bits by ib_core\n");
 
 	struct ib_uverbs_post_send_resp ps_resp;
 	struct ib_uverbs_post_send ps = {

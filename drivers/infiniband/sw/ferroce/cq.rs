@@ -4,10 +4,9 @@
 //! and arms it without system calls (`include/uapi/rdma/ferroce-abi.h`).
 
 use kernel::{
-    new_mutex,
+    new_irq_spinlock,
     prelude::*,
-    rdma::{Cq, CqInitAttr, Device, QpToken, UContext, Udata, Wc},
-    sync::Mutex,
+    rdma::{Cq, CqInitAttr, Device, IrqSpinLock, QpToken, UContext, Udata, Wc},
 };
 
 use crate::{
@@ -19,7 +18,9 @@ use crate::{
 
 /// Per-CQ state.
 pub(crate) struct CqData {
-    ring: Pin<KBox<Mutex<CqRing>>>,
+    /// Taken in any context: kernel users poll and arm from softirq, completions are written
+    /// from process context now and from packet processing later.
+    ring: Pin<KBox<IrqSpinLock<CqRing>>>,
 }
 
 /// The ring and the kernel's private copy of the index it produces.
@@ -84,20 +85,52 @@ enum Pushed {
     Dropped,
 }
 
-/// Delivers a completion to `cq`: written to its ring, then the completion handler if the CQ
-/// was armed for it. A full CQ loses the completion, never one already written: it is marked
-/// overrun and its owner gets `IB_EVENT_CQ_ERR` (once).
+/// What a CQ's owner must be told once the caller has dropped its locks: the handlers may call
+/// back into the verbs (a ULP's completion handler may post to the very QP being flushed).
+#[derive(Clone, Copy, Default)]
+#[must_use]
+pub(crate) struct Notice {
+    signal: bool,
+    overrun: bool,
+}
+
+impl Notice {
+    /// Both notices.
+    pub(crate) fn or(self, other: Notice) -> Notice {
+        Notice {
+            signal: self.signal || other.signal,
+            overrun: self.overrun || other.overrun,
+        }
+    }
+
+    /// Calls the CQ's completion handler or reports its overrun, as noted.
+    pub(crate) fn deliver(self, cq: &Cq<Ferroce>) {
+        if self.signal {
+            cq.notify_completion();
+        }
+        if self.overrun {
+            cq.dispatch_error();
+        }
+    }
+}
+
+/// Writes a completion to `cq`'s ring and says whether the CQ was armed for it. A full CQ loses
+/// the completion, never one already written: it is marked overrun and its owner is to get
+/// `IB_EVENT_CQ_ERR` (once). The caller delivers the [`Notice`] when it holds no lock.
 ///
 /// Fails only if user space corrupted the ring (which is then in error).
-pub(crate) fn post(cq: &Cq<Ferroce>, cqe: &abi::Cqe) -> Result {
-    let pushed = cq.data().ring.lock().push(cqe)?;
-    // The handlers run outside the ring lock: they may poll.
-    match pushed {
-        Pushed::Signal => cq.notify_completion(),
-        Pushed::Overrun => cq.dispatch_error(),
-        Pushed::Quiet | Pushed::Dropped => {}
-    }
-    Ok(())
+pub(crate) fn post(cq: &Cq<Ferroce>, cqe: &abi::Cqe) -> Result<Notice> {
+    Ok(match cq.data().ring.lock().push(cqe)? {
+        Pushed::Signal => Notice {
+            signal: true,
+            overrun: false,
+        },
+        Pushed::Overrun => Notice {
+            signal: false,
+            overrun: true,
+        },
+        Pushed::Quiet | Pushed::Dropped => Notice::default(),
+    })
 }
 
 fn entries_for(cqe: u32) -> Result<u32> {
@@ -122,7 +155,7 @@ pub(crate) fn create(
     if uctx.is_some() {
         udata.write(&ring.queue.mmap_info()?.to_bytes())?;
     }
-    let ring = KBox::pin_init(new_mutex!(ring, "ferroce:cq"), GFP_KERNEL)?;
+    let ring = KBox::pin_init(new_irq_spinlock!(ring, "ferroce:cq"), GFP_KERNEL)?;
     // Counted last: nothing after this can fail, so the count never needs undoing here.
     dev.data().cqs.take(limits::MAX_CQ)?;
     Ok((CqData { ring }, num_entries))
@@ -142,6 +175,12 @@ pub(crate) fn resize(
 ) -> Result<u32> {
     udata.require_no_input()?;
     let num_entries = entries_for(cqe)?;
+    // Allocated and described to user space before the ring lock (a spinlock) is taken; if
+    // the resize then fails, the provider ignores the description.
+    let mut new = CqRing::new(uctx, num_entries)?;
+    if uctx.is_some() {
+        udata.write(&new.queue.mmap_info()?.to_bytes())?;
+    }
     let mut ring = cq.data().ring.lock();
     if ring.queue.is_kernel() != uctx.is_none() {
         return Err(EINVAL);
@@ -150,7 +189,6 @@ pub(crate) fn resize(
     if pending > num_entries {
         return Err(EINVAL);
     }
-    let new = CqRing::new(uctx, num_entries)?;
     let consumer = ring.producer.wrapping_sub(pending);
     let mut cqe_bytes = [0u8; abi::CQE_SIZE];
     let (old_q, new_q) = (&ring.queue, &new.queue);
@@ -167,15 +205,13 @@ pub(crate) fn resize(
     new_q
         .buf
         .store_release(abi::CTRL_NOTIFY, old_q.buf.load_acquire(abi::CTRL_NOTIFY)?)?;
-    if uctx.is_some() {
-        udata.write(&new_q.mmap_info()?.to_bytes())?;
-    } else {
-        // A kernel user consumes through the kernel: its index moves with the entries.
-        new_q.buf.store_release(abi::CTRL_CONSUMER, 0)?;
-    }
-    let mut new = new;
+    // The consumer index of the new ring starts at 0 (user space learns it from the response,
+    // a kernel user through the kernel).
     new.producer = pending;
-    *ring = new;
+    let old = core::mem::replace(&mut *ring, new);
+    drop(ring);
+    // Unmapped and freed outside the lock.
+    drop(old);
     Ok(num_entries)
 }
 

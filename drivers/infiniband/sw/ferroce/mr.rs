@@ -4,10 +4,9 @@
 //! fast-registration MRs, each named by an lkey/rkey from the device's key table (`keys.rs`).
 
 use kernel::{
-    new_mutex,
+    new_irq_spinlock,
     prelude::*,
-    rdma::{access, rereg, Mr, MrChange, Pd, Udata, Umem},
-    sync::Mutex,
+    rdma::{access, rereg, IrqSpinLock, Mr, MrChange, Pd, Udata, Umem},
 };
 
 use crate::{device::Ferroce, limits};
@@ -26,7 +25,8 @@ pub(crate) enum Memory {
     /// All of kernel memory, by kernel virtual address (`get_dma_mr`).
     Dma,
     /// A fast-registration MR: the pages `map_mr_sg` listed.
-    Fast { pages: Pin<KBox<Mutex<PageList>>> },
+    /// (`map_mr_sg` may run where sleeping is not allowed.)
+    Fast { pages: Pin<KBox<IrqSpinLock<PageList>>> },
 }
 
 /// The pages of a fast-registration MR: `len` of `addrs` are in use (the list is allocated
@@ -148,7 +148,7 @@ pub(crate) fn alloc_fast(pd: &Pd<Ferroce>, max_pages: u32) -> Result<(MrData, u3
         addrs: KVec::from_elem(0u64, max_pages as usize, GFP_KERNEL)?,
         len: 0,
     };
-    let pages = KBox::pin_init(new_mutex!(list, "ferroce:mr_pages"), GFP_KERNEL)?;
+    let pages = KBox::pin_init(new_irq_spinlock!(list, "ferroce:mr_pages"), GFP_KERNEL)?;
     let key = new_key(pd)?;
     let data = MrData {
         memory: Memory::Fast { pages },

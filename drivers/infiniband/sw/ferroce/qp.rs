@@ -4,18 +4,18 @@
 //! the attributes every transition validates.
 
 use kernel::{
-    new_mutex,
+    new_irq_spinlock,
     prelude::*,
     rdma::{
         access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap,
         QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
+        IrqSpinLock,
     },
-    sync::Mutex,
 };
 
 use crate::{
     abi::{self, Cqe, SendWqe, WqeUnion},
-    cq,
+    cq::{self, Notice},
     mr,
     device::{active_mtu, Ferroce},
     limits,
@@ -30,9 +30,24 @@ struct QpShared {
     rq: Option<WorkQueue>,
 }
 
+/// What the QP's CQs are to be told once the QP lock is dropped.
+#[derive(Default)]
+#[must_use]
+struct Notices {
+    send: Notice,
+    recv: Notice,
+}
+
+impl Notices {
+    fn deliver(self, qp: &Qp<Ferroce>) {
+        self.send.deliver(qp.send_cq());
+        self.recv.deliver(qp.recv_cq());
+    }
+}
+
 impl QpShared {
     /// Completes every posted send WQE with a flush error (the QP is in ERR).
-    fn flush_sq(&mut self, qp: &Qp<Ferroce>) -> Result {
+    fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
         let qpn = qp.qp_num();
         self.sq.drain(|hdr: &[u8; abi::SEND_WQE_HEADER]| {
             let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
@@ -44,19 +59,24 @@ impl QpShared {
             // An unknown opcode still completes (as a send): the WQE is not executed.
             let opcode = abi::wc_opcode_of(op).unwrap_or(abi::wc_opcode::SEND);
             // A corrupt CQ ring is the owner's problem; the flush goes on.
-            let _ = cq::post(qp.send_cq(), &flushed(qp, wr_id, opcode, qpn));
+            if let Ok(n) = cq::post(qp.send_cq(), &flushed(qp, wr_id, opcode, qpn)) {
+                notices.send = notices.send.or(n);
+            }
         })
     }
 
     /// Completes every posted receive WQE with a flush error (the QP is in ERR).
-    fn flush_rq(&mut self, qp: &Qp<Ferroce>) -> Result {
+    fn flush_rq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
         let Some(rq) = self.rq.as_mut() else {
             return Ok(());
         };
         let qpn = qp.qp_num();
         rq.drain(|hdr: &[u8; abi::RECV_WQE_HEADER]| {
             let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
-            let _ = cq::post(qp.recv_cq(), &flushed(qp, wr_id, abi::wc_opcode::RECV, qpn));
+            let cqe = flushed(qp, wr_id, abi::wc_opcode::RECV, qpn);
+            if let Ok(n) = cq::post(qp.recv_cq(), &cqe) {
+                notices.recv = notices.recv.or(n);
+            }
         })
     }
 }
@@ -73,7 +93,8 @@ fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
 pub(crate) struct QpData {
     qpn: u32,
     init: QpInitAttr,
-    state: Pin<KBox<Mutex<QpShared>>>,
+    /// Taken in any context (kernel users post from softirq).
+    state: Pin<KBox<IrqSpinLock<QpShared>>>,
 }
 
 fn entries(wr: u32) -> Result<u32> {
@@ -156,7 +177,7 @@ pub(crate) fn create(
         cap: init.cap,
     };
     let state = KBox::pin_init(
-        new_mutex!(QpShared { attr, sq, rq }, "ferroce:qp"),
+        new_irq_spinlock!(QpShared { attr, sq, rq }, "ferroce:qp"),
         GFP_KERNEL,
     )?;
     // Numbered last: nothing after this can fail.
@@ -239,6 +260,8 @@ fn check(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32) -> Result {
 
 pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Udata<'_>) -> Result {
     udata.require_no_input()?;
+    // The attributes are checked before the QP lock (a spinlock): the check looks up the netdev.
+    check(qp, attr, mask)?;
     let data = qp.data();
     let mut st = data.state.lock();
     let cur = st.attr.qp_state;
@@ -253,7 +276,6 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if !modify_is_ok(cur, next, data.init.qp_type, mask) {
         return Err(EINVAL);
     }
-    check(qp, attr, mask)?;
     let a = &mut st.attr;
     macro_rules! take {
         ($bit:expr, $($field:ident),+) => {
@@ -281,6 +303,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     a.qp_state = next;
     a.cur_qp_state = next;
     let mut last_wqe = false;
+    let mut notices = Notices::default();
     if next != cur {
         match next {
             QpState::Err => {
@@ -290,8 +313,8 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                     rq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
                 }
                 // A corrupted ring flushes nothing; the QP is in error all the same.
-                let _ = st.flush_sq(qp);
-                let _ = st.flush_rq(qp);
+                let _ = st.flush_sq(qp, &mut notices);
+                let _ = st.flush_rq(qp, &mut notices);
                 last_wqe = qp.srq().is_some();
             }
             QpState::Reset => {
@@ -306,6 +329,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         }
     }
     drop(st);
+    notices.deliver(qp);
     if last_wqe {
         // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
         qp.dispatch_event(QpEvent::LastWqeReached);
@@ -323,25 +347,31 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
 /// lands, nothing executes it; the doorbell validates the SQ's producer index so that a
 /// corrupted SQ is caught when it is rung.
 pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
-    match st.attr.qp_state {
-        QpState::Err => st.flush_sq(qp),
+    let r = match st.attr.qp_state {
+        QpState::Err => st.flush_sq(qp, &mut notices),
         QpState::Rts | QpState::Sqd => st.sq.pending().map(|_| ()),
         _ => Err(EINVAL),
-    }
+    };
+    drop(st);
+    notices.deliver(qp);
+    r
 }
 
 /// The provider posted receive work while the RQ asked for the doorbell (the QP is in ERR):
 /// flush it. In other states there is nothing to do now but check the ring.
 pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
-    if st.rq.is_none() {
-        return Err(EINVAL);
-    }
-    if st.attr.qp_state == QpState::Err {
-        return st.flush_rq(qp);
-    }
-    st.rq.as_ref().map_or(Ok(0), |rq| rq.pending()).map(|_| ())
+    let r = match (&st.rq, st.attr.qp_state) {
+        (None, _) => Err(EINVAL),
+        (Some(_), QpState::Err) => st.flush_rq(qp, &mut notices),
+        (Some(rq), _) => rq.pending().map(|_| ()),
+    };
+    drop(st);
+    notices.deliver(qp);
+    r
 }
 
 /// Room for the SGEs or the inline data of one WQE (both at most 512 bytes).

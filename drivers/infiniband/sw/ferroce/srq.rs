@@ -4,10 +4,9 @@
 //! a limit that, once armed, reports when the ring runs low.
 
 use kernel::{
-    new_mutex,
+    new_irq_spinlock,
     prelude::*,
-    rdma::{srq_mask, Pd, RecvWr, Srq, SrqAttr, SrqEvent, UContext, Udata},
-    sync::Mutex,
+    rdma::{srq_mask, IrqSpinLock, Pd, RecvWr, Srq, SrqAttr, SrqEvent, UContext, Udata},
     uaccess::UserSlice,
 };
 
@@ -15,8 +14,10 @@ use crate::{abi, device::Ferroce, limits, qp, wq::WorkQueue};
 
 /// Per-SRQ state.
 pub(crate) struct SrqData {
-    state: Pin<KBox<Mutex<SrqShared>>>,
+    /// Taken in any context (kernel users post from softirq).
+    state: Pin<KBox<IrqSpinLock<SrqShared>>>,
     max_sge: u32,
+    wqe_size: u32,
 }
 
 struct SrqShared {
@@ -60,7 +61,7 @@ pub(crate) fn create(
     let max_sge = ((wqe_size as usize - abi::RECV_WQE_HEADER) / abi::SGE_SIZE) as u32;
     let max_sge = max_sge.min(limits::MAX_SGE);
     // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
-    let state = KBox::pin_init(new_mutex!(SrqShared { wq, limit: 0 }, "ferroce:srq"), GFP_KERNEL)?;
+    let state = KBox::pin_init(new_irq_spinlock!(SrqShared { wq, limit: 0 }, "ferroce:srq"), GFP_KERNEL)?;
     // Counted last: nothing after this can fail.
     pd.device().data().srqs.take(limits::MAX_SRQ)?;
     *attr = SrqAttr {
@@ -68,7 +69,11 @@ pub(crate) fn create(
         max_sge,
         srq_limit: 0,
     };
-    Ok(SrqData { state, max_sge })
+    Ok(SrqData {
+        state,
+        max_sge,
+        wqe_size,
+    })
 }
 
 pub(crate) fn destroy(srq: &Srq<Ferroce>) {
@@ -105,37 +110,43 @@ pub(crate) fn modify(
         (true, addr) => addr,
         (false, _) => None,
     };
-    let mut st = data.state.lock();
-    let max_wr = if let Some(addr) = info_addr {
-        let num_entries = entries(attr.max_wr)?;
-        let pending = st.wq.pending()?;
-        if pending > num_entries {
-            // The WQEs already posted would not fit.
-            return Err(EINVAL);
-        }
+    // A new ring is allocated and described to user space before the SRQ lock (a spinlock) is
+    // taken; if the resize then fails, the provider ignores the description.
+    let mut new = None;
+    if let Some(addr) = info_addr {
         let uctx = uctx.ok_or(EOPNOTSUPP)?;
-        if st.wq.queue.is_kernel() {
-            return Err(EINVAL);
-        }
-        let mut new = WorkQueue::new(Some(uctx), num_entries, st.wq.wqe_size)?;
-        st.wq.move_to(&mut new)?;
-        let info = new.queue.mmap_info()?.to_bytes();
+        let wq = WorkQueue::new(Some(uctx), entries(attr.max_wr)?, data.wqe_size)?;
+        let info = wq.queue.mmap_info()?.to_bytes();
         UserSlice::new(addr as usize, info.len())
             .writer()
             .write_slice(&info)?;
-        st.wq = new;
-        num_entries
-    } else {
-        st.wq.queue.num_entries
+        new = Some(wq);
+    }
+    let mut st = data.state.lock();
+    let max_wr = new
+        .as_ref()
+        .map_or(st.wq.queue.num_entries, |wq| wq.queue.num_entries);
+    if mask & srq_mask::LIMIT != 0 && attr.srq_limit > max_wr {
+        return Err(EINVAL);
+    }
+    let old = match new {
+        Some(mut wq) => {
+            if st.wq.queue.is_kernel() || st.wq.pending()? > max_wr {
+                // The WQEs already posted would not fit.
+                return Err(EINVAL);
+            }
+            st.wq.move_to(&mut wq)?;
+            Some(core::mem::replace(&mut st.wq, wq))
+        }
+        None => None,
     };
     if mask & srq_mask::LIMIT != 0 {
-        if attr.srq_limit > max_wr {
-            return Err(EINVAL);
-        }
         st.limit = attr.srq_limit;
     }
     let fire = st.limit_reached()?;
     drop(st);
+    // The old ring is unmapped and freed outside the lock.
+    drop(old);
     if fire {
         srq.dispatch_event(SrqEvent::LimitReached);
     }

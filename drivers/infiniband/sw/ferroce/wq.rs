@@ -113,10 +113,17 @@ impl WorkQueue {
         if n > to.queue.num_entries || to.wqe_size != self.wqe_size {
             return Err(EINVAL);
         }
-        let mut wqe = KVec::from_elem(0u8, self.wqe_size as usize, GFP_KERNEL)?;
+        // Copied in small pieces: this runs under a spinlock, without allocating.
+        let mut chunk = [0u8; 128];
         for i in 0..n {
-            self.peek(i, &mut wqe)?;
-            to.queue.buf.write(to.offset_of(i), &wqe)?;
+            let (from, dst) = (self.offset_of(self.consumer.wrapping_add(i)), to.offset_of(i));
+            let mut done = 0;
+            while done < self.wqe_size as usize {
+                let len = chunk.len().min(self.wqe_size as usize - done);
+                self.queue.buf.read(from + done, &mut chunk[..len])?;
+                to.queue.buf.write(dst + done, &chunk[..len])?;
+                done += len;
+            }
         }
         to.consumer = 0;
         to.queue.buf.store_release(abi::CTRL_PRODUCER, n)?;
