@@ -17,8 +17,13 @@ struct ferroce_cq_state {
 
 void ferroce_cq_init(struct ferroce_cq_state *state, void *base,
 		     uint32_t num_entries);
-/* Up to max completions into out; -1 if the kernel put the queue in error. */
-int ferroce_cq_poll(struct ferroce_cq_state *state, struct ferroce_cqe *out,
+struct ibv_wc;
+/*
+ * Up to max completions into out; -1 if the kernel put the queue in error.
+ * A struct ferroce_cqe starts with the fields of struct ibv_wc, so each
+ * completion is copied once, from the ring to out.
+ */
+int ferroce_cq_poll(struct ferroce_cq_state *state, struct ibv_wc *out,
 		    int max);
 void ferroce_cq_arm(const struct ferroce_cq_state *state, int solicited_only);
 void ferroce_cq_remap(struct ferroce_cq_state *state, void *base,

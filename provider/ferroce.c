@@ -7,7 +7,9 @@
  * calls of the control verbs.  Verbs not listed in ferroce_ctx_ops fall back
  * to libibverbs' defaults, which fail with EOPNOTSUPP.
  */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,48 +586,38 @@ static int ferroce_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-static void cqe_to_wc(const struct ferroce_cqe *cqe, struct ibv_wc *wc)
-{
-	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = cqe->wr_id;
-	wc->status = cqe->status;
-	wc->opcode = cqe->opcode;
-	wc->vendor_err = cqe->vendor_err;
-	wc->byte_len = cqe->byte_len;
-	wc->imm_data = cqe->imm_data;
-	wc->qp_num = cqe->qp_num;
-	wc->src_qp = cqe->src_qp;
-	wc->wc_flags = cqe->wc_flags;
-	wc->pkey_index = cqe->pkey_index;
-	wc->slid = cqe->slid;
-	wc->sl = cqe->sl;
-	wc->dlid_path_bits = cqe->dlid_path_bits;
-}
+/* ferroce_cq_poll copies the head of each struct ferroce_cqe as a struct ibv_wc. */
+#define SAME_FIELD(f)                                                        \
+	static_assert(offsetof(struct ibv_wc, f) ==                           \
+			      offsetof(struct ferroce_cqe, f) &&              \
+		      sizeof(((struct ibv_wc *)0)->f) ==                      \
+			      sizeof(((struct ferroce_cqe *)0)->f),           \
+		      "struct ferroce_cqe must start like struct ibv_wc: " #f)
+SAME_FIELD(wr_id);
+SAME_FIELD(status);
+SAME_FIELD(opcode);
+SAME_FIELD(vendor_err);
+SAME_FIELD(byte_len);
+SAME_FIELD(imm_data);
+SAME_FIELD(qp_num);
+SAME_FIELD(src_qp);
+SAME_FIELD(wc_flags);
+SAME_FIELD(pkey_index);
+SAME_FIELD(slid);
+SAME_FIELD(sl);
+SAME_FIELD(dlid_path_bits);
+static_assert(sizeof(struct ibv_wc) == 48, "struct ibv_wc changed size");
 
 static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct ferroce_cq *cq = to_fcq(ibcq);
-	struct ferroce_cqe cqes[16];
-	int done = 0, n, i;
+	int n;
 
 	pthread_spin_lock(&cq->lock);
-	while (done < ne) {
-		int want = ne - done < 16 ? ne - done : 16;
-
-		n = ferroce_cq_poll(&cq->state, cqes, want);
-		if (n < 0) {
-			/* The kernel put the CQ in error. */
-			pthread_spin_unlock(&cq->lock);
-			return done ? done : -1;
-		}
-		for (i = 0; i < n; i++)
-			cqe_to_wc(&cqes[i], &wc[done + i]);
-		done += n;
-		if (n < want)
-			break;
-	}
+	n = ferroce_cq_poll(&cq->state, wc, ne);
 	pthread_spin_unlock(&cq->lock);
-	return done;
+	/* -1: the kernel put the CQ in error. */
+	return n;
 }
 
 static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)

@@ -110,9 +110,34 @@ perftest_loopback() {
 # The kernel log's reports of a broken kernel (kept in step with qemu/run).
 KERNEL_PROBLEMS='(Oops|BUG:|WARNING:|KASAN:|UBSAN:|kernel BUG|general protection fault|Kernel panic|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|unreferenced object|Call Trace:|RIP: )'
 
-# ferroce_add DEV NETDEV: create a ferroce device (loads the module on demand).
+# ferroce_add DEV NETDEV: create a ferroce device (loads the module on demand)
+# and note the objects kernel users hold on it right away (res_baseline).
 ferroce_add() {
 	rdma_link_add "$1" ferroce "$2"
+	res_baseline "$1"
+}
+
+# Kernel users hold objects on every device from its creation (ib_core's MAD
+# layer: a PD, a CQ and QP1), so tests that check for leftovers compare the
+# counts of `rdma resource show DEV` with those noted at creation.
+declare -A RES_BASE
+# res_count DEV TYPE: how many TYPE (pd cq qp cm_id mr ctx srq) objects DEV has.
+res_count() {
+	rdma resource show "$1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
+}
+res_baseline() {
+	local t
+	for t in pd cq qp mr ctx srq; do
+		RES_BASE[$1.$t]=$(res_count "$1" $t)
+	done
+}
+# res_at_baseline DEV TYPE...: whether DEV is back to its creation-time counts.
+res_at_baseline() {
+	local dev=$1 t
+	shift
+	for t in "$@"; do
+		[ "$(res_count "$dev" "$t")" = "${RES_BASE[$dev.$t]}" ] || return 1
+	done
 }
 
 # port_field DEV FIELD: a field of port 1 in `ibv_devinfo -v` (e.g. state, active_mtu).

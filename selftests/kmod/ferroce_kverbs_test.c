@@ -118,7 +118,7 @@ static int expect_flushed(struct env *e, struct ib_qp *qp, u64 wr_id,
 	return 0;
 }
 
-static int check_pd(struct env *e)
+static noinline int check_pd(struct env *e)
 {
 	CHECK(e->pd->local_dma_lkey != 0 && e->pd->__internal_mr,
 	      "ib_alloc_pd gave no DMA MR (local_dma_lkey %#x)",
@@ -127,7 +127,7 @@ static int check_pd(struct env *e)
 	return 0;
 }
 
-static int check_rc_flush(struct env *e)
+static noinline int check_rc_flush(struct env *e)
 {
 	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
 	struct ib_rdma_wr write = {
@@ -143,7 +143,7 @@ static int check_rc_flush(struct env *e)
 	struct ib_send_wr inl = { .wr_id = 22, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IB_WR_SEND,
 				  .send_flags = IB_SEND_INLINE };
-	struct ib_sge sges[33] = { sge };
+	static struct ib_sge sges[33];
 	struct ib_recv_wr too_many = { .wr_id = 9, .sg_list = sges, .num_sge = 33 };
 	const struct ib_send_wr *bad;
 	struct ib_qp *qp;
@@ -199,7 +199,7 @@ static int check_rc_flush(struct env *e)
 	return 0;
 }
 
-static int check_fast_reg(struct env *e)
+static noinline int check_fast_reg(struct env *e)
 {
 	struct scatterlist sg[5];
 	struct ib_reg_wr reg = { .wr = { .wr_id = 30, .opcode = IB_WR_REG_MR,
@@ -244,7 +244,7 @@ static int check_fast_reg(struct env *e)
 	return 0;
 }
 
-static int check_ud(struct env *e)
+static noinline int check_ud(struct env *e)
 {
 	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
 	struct ib_ud_wr ud = { .wr = { .wr_id = 40, .sg_list = &sge,
@@ -287,7 +287,7 @@ static int check_ud(struct env *e)
 	return 0;
 }
 
-static int check_overrun(struct env *e)
+static noinline int check_overrun(struct env *e)
 {
 	struct ib_cq_init_attr ca = { .cqe = 4 };
 	struct ib_cq *small;
@@ -314,7 +314,7 @@ static int check_overrun(struct env *e)
 	return 0;
 }
 
-static int check_srq(struct env *e)
+static noinline int check_srq(struct env *e)
 {
 	struct ib_srq_init_attr init = { .attr = { .max_wr = 8, .max_sge = 1 } };
 	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
@@ -342,7 +342,7 @@ static int check_srq(struct env *e)
 	return 0;
 }
 
-static int check_drain(struct env *e)
+static noinline int check_drain(struct env *e)
 {
 	struct ib_cq *cq = ib_alloc_cq(e->ibdev, NULL, 16, 0, IB_POLL_DIRECT);
 	struct ib_qp *qp;

@@ -6,23 +6,10 @@
  *
  *   misuse DEVICE
  */
-#include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);            \
-			fprintf(stderr, "\n");                            \
-			exit(1);                                          \
-		}                                                         \
-	} while (0)
+#include "verbs-util.h"
 
 /*
  * A uverbs command written straight to the device file; resp_len is the
@@ -47,21 +34,16 @@ static int raw_destroy(int fd, uint32_t command, const void *body, size_t len,
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct ibv_cq *cq;
 	static char buf[8192];
 	uint32_t pd_handle, cq_handle;
-	int i, n, ret;
+	int ret;
 
 	CHECK(argc == 2, "usage: misuse DEVICE");
-	list = ibv_get_device_list(&n);
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	CHECK(ctx, "cannot open %s", argv[1]);
+	ctx = open_device(argv[1]);
 
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd, "alloc_pd: %s", strerror(errno));
@@ -176,7 +158,6 @@ int main(int argc, char **argv)
 	CHECK(mr, "reg_mr");
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	CHECK(cq, "create_cq");
-	ibv_free_device_list(list);
 	printf("misuse: ok\n");
 	return 0;
 }

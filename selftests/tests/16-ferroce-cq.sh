@@ -96,6 +96,6 @@ ctx = Context(name="ferroce0")
 cqs = [CQ(ctx, 64) for _ in range(200)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || true
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' cq [0-9]*')" = " cq 0" ||
+wait_for 10 res_at_baseline ferroce0 cq ||
 	fail "CQs left after SIGKILL: $(rdma resource show ferroce0)"
 rdma resource show ferroce0

@@ -157,7 +157,7 @@ addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
 mrs = [MR(pd, 256 * 4096, e.IBV_ACCESS_LOCAL_WRITE, address=addr) for _ in range(20)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || true
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' mr [0-9]*')" = " mr 0" ||
+wait_for 10 res_at_baseline ferroce0 mr ||
 	fail "MRs left after SIGKILL: $(rdma resource show ferroce0)"
 wait_for 10 test "$(pins)" = "$base" || fail "$(( $(pins) - base )) pages still pinned after SIGKILL"
 echo "SIGKILL: no MR, no pinned page left"

@@ -10,7 +10,7 @@ cc -O2 -Wall -o /tmp/misuse "$(dirname "$0")/../progs/misuse.c" -libverbs ||
 add_dummy fmu0 10.68.0.1
 ferroce_add ferroce0 fmu0
 /tmp/misuse ferroce0 || fail "misuse checks"
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' pd [0-9]* cq [0-9]*')" = " pd 0 cq 0" ||
+wait_for 10 res_at_baseline ferroce0 pd cq ||
 	fail "objects left: $(rdma resource show ferroce0)"
-rdma resource show ferroce0 | grep -q ' qp 0 .* mr 0 ctx 0' || fail "objects left: $(rdma resource show ferroce0)"
+res_at_baseline ferroce0 qp mr ctx || fail "objects left: $(rdma resource show ferroce0)"
 rdma resource show ferroce0

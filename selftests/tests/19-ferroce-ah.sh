@@ -65,6 +65,6 @@ g = ctx.query_gid(1, 1)
 ahs = [AH(pd, attr=AHAttr(gr=GlobalRoute(dgid=g, sgid_index=1), is_global=1, port_num=1)) for _ in range(100)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || true
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' pd [0-9]*')" = " pd 0" ||
+wait_for 10 res_at_baseline ferroce0 pd ||
 	fail "objects left after SIGKILL: $(rdma resource show ferroce0)"
 echo "SIGKILL: nothing left"

@@ -172,6 +172,6 @@ ctx = Context(name="ferroce0"); pd = PD(ctx); cq = CQ(ctx, 16)
 qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(4, 4, 1, 1))) for _ in range(50)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || true
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' qp [0-9]*')" = " qp 0" ||
+wait_for 10 res_at_baseline ferroce0 qp ||
 	fail "QPs left after SIGKILL: $(rdma resource show ferroce0)"
 echo "SIGKILL: no QP left"

@@ -22,8 +22,8 @@ ctx = Context(name="ferroce0"); pd = PD(ctx)
 srqs = [SRQ(pd, SrqInitAttr(SrqAttr(max_wr=64, max_sge=2))) for _ in range(50)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || true
-wait_for 10 test "$(rdma resource show srq dev ferroce0 | wc -l)" = 0 ||
+wait_for 10 res_at_baseline ferroce0 srq ||
 	fail "SRQs left after SIGKILL: $(rdma resource show srq dev ferroce0)"
-wait_for 10 test "$(rdma resource show ferroce0 | grep -o ' pd [0-9]*')" = " pd 0" ||
+wait_for 10 res_at_baseline ferroce0 pd ||
 	fail "objects left after SIGKILL: $(rdma resource show ferroce0)"
 echo "SIGKILL: no SRQ left"

@@ -308,6 +308,44 @@ pub struct Cqe {
 
 const _: () = assert!(core::mem::size_of::<Cqe>() == 64);
 
+/// `struct ibv_wc` (rdma-core's `infiniband/verbs.h`), what `ibv_poll_cq` fills in. A
+/// `struct ferroce_cqe` starts with exactly these fields, so a completion goes from the ring to
+/// the caller's array in one copy (`ferroce.c` checks the offsets at compile time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub opcode: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: u32,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Wc>() == 48);
+    assert!(core::mem::offset_of!(Wc, wc_flags) == core::mem::offset_of!(Cqe, wc_flags));
+    assert!(core::mem::offset_of!(Wc, dlid_path_bits) == core::mem::offset_of!(Cqe, dlid_path_bits));
+};
+
+/// What a completion can be read as: a prefix of `struct ferroce_cqe`.
+///
+/// # Safety
+///
+/// The type must be `repr(C)`, at most 64 bytes, and every bit pattern must be valid for it.
+pub unsafe trait CqeView: Copy {}
+// SAFETY: `repr(C)` integers only, 64 bytes.
+unsafe impl CqeView for Cqe {}
+// SAFETY: `repr(C)` integers only, 48 bytes.
+unsafe impl CqeView for Wc {}
+
 /// The consumer side of a CQ ring, embedded in the C provider's CQ.
 #[repr(C)]
 pub struct CqState {
@@ -345,8 +383,9 @@ impl CqState {
         unsafe { word(self.base, offset) }
     }
 
-    /// Moves up to `out.len()` completions out of the ring, oldest first.
-    pub fn poll(&mut self, out: &mut [Cqe]) -> Result<usize, PollError> {
+    /// Moves up to `out.len()` completions out of the ring, oldest first, as whole entries or
+    /// as `ibv_wc`s.
+    pub fn poll<T: CqeView>(&mut self, out: &mut [T]) -> Result<usize, PollError> {
         if self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_ERROR != 0 {
             return Err(PollError::QueueError);
         }
@@ -356,9 +395,10 @@ impl CqState {
         for (i, slot) in out.iter_mut().take(n).enumerate() {
             let index = self.consumer.wrapping_add(i as u32) & (self.num_entries - 1);
             let at = layout::QUEUE_ENTRIES + index as usize * core::mem::size_of::<Cqe>();
-            // SAFETY: `index` < num_entries, so the entry is inside the mapping; the acquire
-            // load of `producer` orders this read after the kernel wrote it.
-            *slot = unsafe { core::ptr::read_volatile(self.base.add(at).cast::<Cqe>()) };
+            // SAFETY: `index` < num_entries, so the entry (64 bytes, at least `T`) is inside the
+            // mapping; any bits are a valid `T`; the acquire load of `producer` orders this read
+            // after the kernel wrote it.
+            *slot = unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) };
         }
         if n > 0 {
             self.consumer = self.consumer.wrapping_add(n as u32);
@@ -410,14 +450,14 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
     unsafe { state.write(CqState::new(base, num_entries)) };
 }
 
-/// C entry point: polls up to `max` completions into `out`; returns how many, or -1 if the
-/// kernel put the queue in error.
+/// C entry point: polls up to `max` completions into `out` (`struct ibv_wc`s); returns how
+/// many, or -1 if the kernel put the queue in error.
 ///
 /// # Safety
 ///
 /// `state` must be initialised and not used concurrently; `out` must hold `max` entries.
 #[no_mangle]
-pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Cqe, max: i32) -> i32 {
+pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max: i32) -> i32 {
     if max <= 0 {
         return 0;
     }
@@ -555,6 +595,19 @@ mod tests {
             out[..6].iter().map(|c| c.wr_id).collect::<Vec<_>>(),
             vec![0, 1, 2, 3, 4, 5]
         );
+    }
+
+    #[test]
+    fn polls_straight_into_ibv_wc() {
+        let mut ring = Ring::new(4);
+        let mut cq = unsafe { CqState::new(ring.base(), 4) };
+        assert!(ring.push(7));
+        assert!(ring.push(8));
+        let mut out = [Wc::default(); 4];
+        assert_eq!(cq.poll(&mut out), Ok(2));
+        assert_eq!((out[0].wr_id, out[1].wr_id), (7, 8));
+        assert_eq!(out[2], Wc::default());
+        assert_eq!(cq.poll(&mut out), Ok(0));
     }
 
     #[test]

@@ -693,6 +693,61 @@ impl<T: Driver> Drop for DeviceRef<T> {
     }
 }
 
+/// A work request of an ib_core chain (`struct ib_send_wr`, `struct ib_recv_wr`).
+trait Chained {
+    fn next(&self) -> *const Self;
+}
+
+impl Chained for bindings::ib_send_wr {
+    fn next(&self) -> *const Self {
+        self.next
+    }
+}
+
+impl Chained for bindings::ib_recv_wr {
+    fn next(&self) -> *const Self {
+        self.next
+    }
+}
+
+/// Queues a kernel user's chain of work requests with `post`, in order, then runs `doorbell`
+/// (if anything was queued): on a failure `bad_wr` names the first request not queued. A null
+/// chain is a user QP's doorbell.
+///
+/// # Safety
+///
+/// `wr` must be null or the head of a chain of valid requests, and `bad_wr` valid for writes,
+/// for the call.
+unsafe fn post_chain<W: Chained>(
+    wr: *const W,
+    bad_wr: *mut *const W,
+    mut post: impl FnMut(&W) -> Result,
+    doorbell: impl FnOnce() -> Result,
+) -> crate::ffi::c_int {
+    let mut next = wr;
+    let mut ret = Ok(());
+    while !next.is_null() {
+        // SAFETY: A member of the valid chain (the caller's promise).
+        let w = unsafe { &*next };
+        if let Err(e) = post(w) {
+            ret = Err(e);
+            break;
+        }
+        next = w.next();
+    }
+    if let Err(e) = ret {
+        // SAFETY: Valid for writes (the caller's promise).
+        unsafe { *bad_wr = next };
+        if next == wr {
+            return e.to_errno();
+        }
+    }
+    match (ret, doorbell()) {
+        (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
+        (Ok(()), Ok(())) => 0,
+    }
+}
+
 /// The `extern "C"` callbacks of the ops table.
 struct Adapter<T: Driver>(PhantomData<T>);
 
@@ -887,10 +942,8 @@ impl<T: Driver> Adapter<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        // SAFETY: The QP is alive until we return.
-        T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
-        // SAFETY: `create_qp` initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Qp::<T>::data_slot(qp)) };
+        // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded.
+        unsafe { Qp::<T>::destroy(qp, T::destroy_qp) };
         0
     }
 
@@ -905,37 +958,20 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The QP is alive for the call.
         let q = unsafe { Qp::<T>::from_raw(qp) };
         // SAFETY: `qp_type` is set before `create_qp` and never changes.
-        let ud = unsafe { (*qp).qp_type } == bindings::ib_qp_type_IB_QPT_UD;
-        let mut next = wr;
-        let mut ret = Ok(());
-        while !next.is_null() {
+        let ud = matches!(
+            unsafe { (*qp).qp_type },
+            bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
+        );
+        let post = |w: &bindings::ib_send_wr| {
             if !T::HAS_POST_SEND {
-                ret = Err(EOPNOTSUPP);
-                break;
+                return Err(EOPNOTSUPP);
             }
-            // SAFETY: A kernel user's chain of valid work requests for this QP, alive for the
-            // call.
-            let r = unsafe { SendWr::<T>::from_raw(&*next, ud) }.and_then(|w| T::post_send(q, &w));
-            if let Err(e) = r {
-                ret = Err(e);
-                break;
-            }
-            // SAFETY: As above.
-            next = unsafe { (*next).next };
-        }
-        if let Err(e) = ret {
-            // SAFETY: `bad_wr` is valid for writes; `next` is the first request not queued.
-            unsafe { *bad_wr = next };
-            if next == wr {
-                return e.to_errno();
-            }
-        }
-        // The queued requests (or, for a user QP's doorbell, the ring's) take effect.
-        let db = T::ring_sq_doorbell(q);
-        match (ret, db) {
-            (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
-            (Ok(()), Ok(())) => 0,
-        }
+            // SAFETY: A kernel user's valid work request for this QP, alive for the call.
+            unsafe { SendWr::<T>::from_raw(w, ud) }.and_then(|w| T::post_send(q, &w))
+        };
+        // SAFETY: ib_core passes a null or valid chain and a valid `bad_wr`. The queued
+        // requests (or, for a user QP's doorbell, the ring's) take effect in the doorbell.
+        unsafe { post_chain(wr, bad_wr, post, || T::ring_sq_doorbell(q)) }
     }
 
     /// # Safety
@@ -948,34 +984,15 @@ impl<T: Driver> Adapter<T> {
     ) -> crate::ffi::c_int {
         // SAFETY: The QP is alive for the call.
         let q = unsafe { Qp::<T>::from_raw(qp) };
-        let mut next = wr;
-        let mut ret = Ok(());
-        while !next.is_null() {
+        let post = |w: &bindings::ib_recv_wr| {
             if !T::HAS_POST_RECV {
-                ret = Err(EOPNOTSUPP);
-                break;
+                return Err(EOPNOTSUPP);
             }
-            // SAFETY: A kernel user's chain of valid work requests, alive for the call.
-            let r = unsafe { RecvWr::from_raw(&*next) }.and_then(|w| T::post_recv(q, &w));
-            if let Err(e) = r {
-                ret = Err(e);
-                break;
-            }
-            // SAFETY: As above.
-            next = unsafe { (*next).next };
-        }
-        if let Err(e) = ret {
-            // SAFETY: `bad_wr` is valid for writes; `next` is the first request not queued.
-            unsafe { *bad_wr = next };
-            if next == wr {
-                return e.to_errno();
-            }
-        }
-        let db = T::ring_rq_doorbell(q);
-        match (ret, db) {
-            (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
-            (Ok(()), Ok(())) => 0,
-        }
+            // SAFETY: A kernel user's valid work request, alive for the call.
+            unsafe { RecvWr::from_raw(w) }.and_then(|w| T::post_recv(q, &w))
+        };
+        // SAFETY: ib_core passes a null or valid chain and a valid `bad_wr`.
+        unsafe { post_chain(wr, bad_wr, post, || T::ring_rq_doorbell(q)) }
     }
 
     /// # Safety
@@ -988,19 +1005,12 @@ impl<T: Driver> Adapter<T> {
     ) -> crate::ffi::c_int {
         // SAFETY: The SRQ is alive for the call.
         let s = unsafe { Srq::<T>::from_raw(srq) };
-        let mut next = wr;
-        while !next.is_null() {
-            // SAFETY: A kernel user's chain of valid work requests, alive for the call.
-            let r = unsafe { RecvWr::from_raw(&*next) }.and_then(|w| T::post_srq_recv(s, &w));
-            if let Err(e) = r {
-                // SAFETY: `bad_wr` is valid for writes.
-                unsafe { *bad_wr = next };
-                return e.to_errno();
-            }
-            // SAFETY: As above.
-            next = unsafe { (*next).next };
-        }
-        0
+        let post = |w: &bindings::ib_recv_wr| {
+            // SAFETY: A kernel user's valid work request, alive for the call.
+            unsafe { RecvWr::from_raw(w) }.and_then(|w| T::post_srq_recv(s, &w))
+        };
+        // SAFETY: ib_core passes a valid chain and a valid `bad_wr`.
+        unsafe { post_chain(wr, bad_wr, post, || Ok(())) }
     }
 
     /// # Safety
@@ -1188,10 +1198,8 @@ impl<T: Driver> Adapter<T> {
         srq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        // SAFETY: The SRQ is alive until we return.
-        T::destroy_srq(unsafe { Srq::<T>::from_raw(srq) });
-        // SAFETY: `create_srq` initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Srq::<T>::data_slot(srq)) };
+        // SAFETY: ib_core destroys each SRQ once, after `create_srq` succeeded.
+        unsafe { Srq::<T>::destroy(srq, T::destroy_srq) };
         0
     }
 
@@ -1225,10 +1233,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// Called by ib_core once for an AH whose create op succeeded.
     unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> crate::ffi::c_int {
-        // SAFETY: The AH is alive until we return.
-        T::destroy_ah(unsafe { Ah::<T>::from_raw(ah) });
-        // SAFETY: The create op initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Ah::<T>::data_slot(ah)) };
+        // SAFETY: ib_core destroys each AH once, after its create op succeeded.
+        unsafe { Ah::<T>::destroy(ah, T::destroy_ah) };
         0
     }
 
@@ -1364,10 +1370,8 @@ impl<T: Driver> Adapter<T> {
         cq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        // SAFETY: `create_cq` initialised the CQ; it is alive until we return.
-        T::destroy_cq(unsafe { Cq::<T>::from_raw(cq) });
-        // SAFETY: `create_cq` initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Cq::<T>::data_slot(cq)) };
+        // SAFETY: ib_core destroys each CQ once, after `create_cq` succeeded.
+        unsafe { Cq::<T>::destroy(cq, T::destroy_cq) };
         0
     }
 
@@ -1437,10 +1441,8 @@ impl<T: Driver> Adapter<T> {
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        // SAFETY: `alloc_pd` initialised the PD; it is alive until we return.
-        T::dealloc_pd(unsafe { Pd::<T>::from_raw(pd) });
-        // SAFETY: `alloc_pd` initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Pd::<T>::data_slot(pd)) };
+        // SAFETY: ib_core deallocates each PD once, after `alloc_pd` succeeded.
+        unsafe { Pd::<T>::destroy(pd, T::dealloc_pd) };
         0
     }
 
@@ -1468,8 +1470,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// Called by ib_core once for a context whose `alloc_ucontext` succeeded.
     unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
-        // SAFETY: `alloc_ucontext` initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(UContext::<T>::data_slot(uctx)) };
+        // SAFETY: ib_core deallocates each context once, after `alloc_ucontext` succeeded.
+        unsafe { UContext::<T>::destroy(uctx, |_| ()) };
     }
 
     /// # Safety

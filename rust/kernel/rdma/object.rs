@@ -139,6 +139,19 @@ impl<T: Driver, K: Kind> Object<T, K> {
         unsafe { Device::from_raw(K::Raw::device(self.as_raw())) }
     }
 
+    /// The destroy op of an object ib_core allocated: runs the driver's `hook` on the live
+    /// object, then drops its data (ib_core frees the memory).
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be an object whose create op succeeded; this must be its only destruction.
+    pub(crate) unsafe fn destroy(raw: *mut K::Raw, hook: impl FnOnce(&Self)) {
+        // SAFETY: The object is alive and initialised until its data is dropped below.
+        hook(unsafe { Self::from_raw(raw) });
+        // SAFETY: The create op initialised the data; this is its only drop.
+        unsafe { core::ptr::drop_in_place(Self::data_slot(raw)) };
+    }
+
     /// Where the data of the object at `raw` goes.
     pub(crate) fn data_slot(raw: *mut K::Raw) -> *mut K::Data<T> {
         // SAFETY: Only the address is computed; `raw` heads an `Object<T, K>` allocation.

@@ -92,6 +92,9 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// The general services QP (QP1) ib_core's MAD layer creates on each port: a UD QP with
+    /// the fixed number 1, for kernel users only.
+    Gsi,
 }
 
 impl QpType {
@@ -100,6 +103,7 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Ok(QpType::Rc),
             bindings::ib_qp_type_IB_QPT_UC => Ok(QpType::Uc),
             bindings::ib_qp_type_IB_QPT_UD => Ok(QpType::Ud),
+            bindings::ib_qp_type_IB_QPT_GSI => Ok(QpType::Gsi),
             _ => Err(EOPNOTSUPP),
         }
     }
@@ -109,6 +113,7 @@ impl QpType {
             QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
             QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
             QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
         }
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct DeviceData {
     pub(crate) srqs: ObjectCount,
     /// The memory keys of the device's MRs (their number is bounded by the table).
     pub(crate) mr_keys: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
+    /// Whether QP1 (ib_core's general services QP) exists.
+    pub(crate) gsi_qp: AtomicBool,
     /// The numbers of the device's QPs (bounded by the table: max_qp).
     pub(crate) qpns: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
     /// The numbers of the device's AHs (bounded by the table as well).
@@ -389,6 +391,7 @@ impl link::Link for Ferroce {
             pds: ObjectCount::new(),
             cqs: ObjectCount::new(),
             srqs: ObjectCount::new(),
+            gsi_qp: AtomicBool::new(false),
             mr_keys: KBox::pin_init(
                 new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
                 GFP_KERNEL,

@@ -3,6 +3,7 @@
 //! Queue pairs: the send and receive rings shared with the provider, the IBTA state machine and
 //! the attributes every transition validates.
 
+use core::sync::atomic::Ordering;
 use kernel::{
     new_irq_spinlock,
     prelude::*,
@@ -113,6 +114,10 @@ pub(crate) fn create(
     if init.qp_type == QpType::Uc || init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
+    // QP1 belongs to ib_core's MAD layer, one per port.
+    if init.qp_type == QpType::Gsi && uctx.is_some() {
+        return Err(EINVAL);
+    }
     if init.has_srq {
         // Receives come from the SRQ: the QP has no receive queue of its own.
         init.cap.max_recv_wr = 0;
@@ -181,7 +186,15 @@ pub(crate) fn create(
         GFP_KERNEL,
     )?;
     // Numbered last: nothing after this can fail.
-    let qpn = pd.device().data().qpns.lock().alloc().map_err(|_| ENOMEM)?;
+    let dev = pd.device().data();
+    let qpn = if init.qp_type == QpType::Gsi {
+        if dev.gsi_qp.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        GSI_QPN
+    } else {
+        dev.qpns.lock().alloc().map_err(|_| ENOMEM)?
+    };
     Ok((
         QpData {
             qpn,
@@ -193,8 +206,16 @@ pub(crate) fn create(
 }
 
 pub(crate) fn destroy(qp: &Qp<Ferroce>) {
-    qp.device().data().qpns.lock().free(qp.data().qpn);
+    let dev = qp.device().data();
+    if qp.data().qpn == GSI_QPN {
+        dev.gsi_qp.store(false, Ordering::Release);
+    } else {
+        dev.qpns.lock().free(qp.data().qpn);
+    }
 }
+
+/// The number of the general services QP (QP1); other QPs are numbered from 256 on (keys.rs).
+const GSI_QPN: u32 = 1;
 
 const ACCESS: u32 =
     access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
@@ -386,7 +407,7 @@ pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
         return Err(EINVAL);
     }
     let cap = st.attr.cap;
-    let ud = data.init.qp_type == QpType::Ud;
+    let ud = matches!(data.init.qp_type, QpType::Ud | QpType::Gsi);
     let w = wr_opcode_and_union(wr, ud)?;
     let mut body = [0u8; WQE_BODY];
     let (len, num_sge, inline_len) = if wr.send_flags & SEND_INLINE != 0 {

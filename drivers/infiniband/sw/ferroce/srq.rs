@@ -123,34 +123,43 @@ pub(crate) fn modify(
         new = Some(wq);
     }
     let mut st = data.state.lock();
+    let r = modify_locked(&mut st, &mut new, attr, mask);
+    drop(st);
+    // The ring left over (the old one after a resize, or the new one if it failed) is
+    // unmapped and freed outside the lock.
+    drop(new);
+    if r? {
+        srq.dispatch_event(SrqEvent::LimitReached);
+    }
+    Ok(())
+}
+
+/// The part of `modify_srq` under the SRQ lock: a resize swaps `new` in (leaving the old ring
+/// in `new`), the limit is armed; returns whether the limit event is due.
+fn modify_locked(
+    st: &mut SrqShared,
+    new: &mut Option<WorkQueue>,
+    attr: &SrqAttr,
+    mask: u32,
+) -> Result<bool> {
     let max_wr = new
         .as_ref()
         .map_or(st.wq.queue.num_entries, |wq| wq.queue.num_entries);
     if mask & srq_mask::LIMIT != 0 && attr.srq_limit > max_wr {
         return Err(EINVAL);
     }
-    let old = match new {
-        Some(mut wq) => {
-            if st.wq.queue.is_kernel() || st.wq.pending()? > max_wr {
-                // The WQEs already posted would not fit.
-                return Err(EINVAL);
-            }
-            st.wq.move_to(&mut wq)?;
-            Some(core::mem::replace(&mut st.wq, wq))
+    if let Some(wq) = new.as_mut() {
+        if st.wq.queue.is_kernel() || st.wq.pending()? > max_wr {
+            // The WQEs already posted would not fit.
+            return Err(EINVAL);
         }
-        None => None,
-    };
+        st.wq.move_to(wq)?;
+        core::mem::swap(&mut st.wq, wq);
+    }
     if mask & srq_mask::LIMIT != 0 {
         st.limit = attr.srq_limit;
     }
-    let fire = st.limit_reached()?;
-    drop(st);
-    // The old ring is unmapped and freed outside the lock.
-    drop(old);
-    if fire {
-        srq.dispatch_event(SrqEvent::LimitReached);
-    }
-    Ok(())
+    st.limit_reached()
 }
 
 pub(crate) fn query(srq: &Srq<Ferroce>) -> Result<SrqAttr> {
