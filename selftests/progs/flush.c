@@ -4,8 +4,9 @@
  * the error state flushes every outstanding work request (send queue, then
  * receive queue, unsignaled ones included) as IBV_WC_WR_FLUSH_ERR; work
  * posted in the error state is flushed at once; RESET drops work without
- * completions; an armed CQ signals its channel; a CQ too small for the
- * flush overruns into IBV_EVENT_CQ_ERR without losing what it holds.
+ * completions; an armed CQ signals its channel; SQD reports the send queue
+ * drained when asked; a CQ too small for the flush overruns into
+ * IBV_EVENT_CQ_ERR without losing what it holds.
  *
  *   flush DEVICE
  */
@@ -121,6 +122,32 @@ static void flush_in_order(void)
 	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
 }
 
+/* RTS -> SQD with en_sqd_async_notify: the send queue reports it drained. */
+static void sq_drained(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	struct ibv_async_event ev;
+	struct ibv_qp *qp;
+
+	CHECK(cq, "create_cq");
+	qp = make_qp(cq, 4, 4);
+	to_rts(qp);
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0,
+	      "RTS -> SQD");
+	CHECK(next_async_event(ctx, 5000, &ev) == IBV_EVENT_SQ_DRAINED &&
+		      ev.element.qp == qp,
+	      "no IBV_EVENT_SQ_DRAINED");
+	modify_state(qp, IBV_QPS_RTS);
+	a.en_sqd_async_notify = 0;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0,
+	      "RTS -> SQD, quietly");
+	CHECK(next_async_event(ctx, 200, &ev) == -1, "SQ drained reported unasked");
+	printf("RTS -> SQD: IBV_EVENT_SQ_DRAINED when asked for, silence otherwise\n");
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+}
+
 static void overrun(void)
 {
 	struct ibv_async_event ev;
@@ -163,6 +190,7 @@ int main(int argc, char **argv)
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr, "reg_mr: %s", strerror(errno));
 	flush_in_order();
+	sq_drained();
 	overrun();
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg_mr");
 	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");

@@ -323,7 +323,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
     a.qp_state = next;
     a.cur_qp_state = next;
-    let mut last_wqe = false;
+    let (mut last_wqe, mut sq_drained) = (false, false);
     let mut notices = Notices::default();
     if next != cur {
         match next {
@@ -346,6 +346,11 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                     rq.set_flag(abi::QUEUE_NEED_WAKEUP, false)?;
                 }
             }
+            QpState::Sqd => {
+                // SQD starts no new message; the SQ is drained once none is in flight, which
+                // (until the data path executes work) is at once.
+                sq_drained = st.attr.en_sqd_async_notify != 0;
+            }
             _ => {}
         }
     }
@@ -354,6 +359,9 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if last_wqe {
         // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
         qp.dispatch_event(QpEvent::LastWqeReached);
+    }
+    if sq_drained {
+        qp.dispatch_event(QpEvent::SqDrained);
     }
     Ok(())
 }
