@@ -332,7 +332,9 @@ pub struct Wc {
 const _: () = {
     assert!(core::mem::size_of::<Wc>() == 48);
     assert!(core::mem::offset_of!(Wc, wc_flags) == core::mem::offset_of!(Cqe, wc_flags));
-    assert!(core::mem::offset_of!(Wc, dlid_path_bits) == core::mem::offset_of!(Cqe, dlid_path_bits));
+    assert!(
+        core::mem::offset_of!(Wc, dlid_path_bits) == core::mem::offset_of!(Cqe, dlid_path_bits)
+    );
 };
 
 /// What a completion can be read as: a prefix of `struct ferroce_cqe`.

@@ -1170,7 +1170,13 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is valid or null for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
             // SAFETY: The SRQ is alive for the call.
-            T::modify_srq(unsafe { Srq::<T>::from_raw(srq) }, &a, mask, uctx, &mut udata)?;
+            T::modify_srq(
+                unsafe { Srq::<T>::from_raw(srq) },
+                &a,
+                mask,
+                uctx,
+                &mut udata,
+            )?;
             Ok(0)
         })
     }

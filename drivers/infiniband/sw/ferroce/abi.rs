@@ -179,7 +179,9 @@ impl Cqe {
 
     /// Reads an entry back (kernel CQs, which the kernel also consumes).
     pub(crate) fn from_bytes(b: &[u8; CQE_SIZE]) -> Self {
-        let w = |i: usize| u32::from_ne_bytes([b[8 + 4 * i], b[9 + 4 * i], b[10 + 4 * i], b[11 + 4 * i]]);
+        let w = |i: usize| {
+            u32::from_ne_bytes([b[8 + 4 * i], b[9 + 4 * i], b[10 + 4 * i], b[11 + 4 * i]])
+        };
         let mut wr_id = [0u8; 8];
         wr_id.copy_from_slice(&b[0..8]);
         let mut qp = [0u8; 8];
@@ -222,10 +224,26 @@ pub(crate) struct SendWqe {
 pub(crate) enum WqeUnion {
     #[default]
     None,
-    Rdma { remote_addr: u64, rkey: u32 },
-    Atomic { remote_addr: u64, compare_add: u64, swap: u64, rkey: u32 },
-    Ud { ah_num: u32, remote_qpn: u32, remote_qkey: u32 },
-    Reg { mr_key: u32, key: u32, access: u32 },
+    Rdma {
+        remote_addr: u64,
+        rkey: u32,
+    },
+    Atomic {
+        remote_addr: u64,
+        compare_add: u64,
+        swap: u64,
+        rkey: u32,
+    },
+    Ud {
+        ah_num: u32,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    },
+    Reg {
+        mr_key: u32,
+        key: u32,
+        access: u32,
+    },
 }
 
 impl SendWqe {
@@ -264,7 +282,11 @@ impl SendWqe {
                 put(36, &remote_qpn.to_ne_bytes());
                 put(40, &remote_qkey.to_ne_bytes());
             }
-            WqeUnion::Reg { mr_key, key, access } => {
+            WqeUnion::Reg {
+                mr_key,
+                key,
+                access,
+            } => {
                 put(32, &mr_key.to_ne_bytes());
                 put(36, &key.to_ne_bytes());
                 put(40, &access.to_ne_bytes());

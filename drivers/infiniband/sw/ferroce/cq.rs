@@ -228,7 +228,8 @@ pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
     let mut bytes = [0u8; abi::CQE_SIZE];
     for (i, wc) in out[..n].iter_mut().enumerate() {
         let slot = (consumer.wrapping_add(i as u32) & (q.num_entries - 1)) as usize;
-        q.buf.read(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &mut bytes)?;
+        q.buf
+            .read(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &mut bytes)?;
         let c = abi::Cqe::from_bytes(&bytes);
         *wc = Wc {
             wr_id: c.wr_id,

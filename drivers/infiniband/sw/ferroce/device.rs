@@ -11,8 +11,9 @@ use kernel::{
     prelude::*,
     rdma::{
         self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
-        DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent, PortImmutable,
-        PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
+        DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent,
+        PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
+        Udata, Wc,
     },
     str::CStr,
     sync::{Mutex, SpinLock},

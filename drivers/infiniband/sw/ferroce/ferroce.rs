@@ -28,6 +28,19 @@ mod queue;
 mod srq;
 mod wq;
 
+// The RoCEv2 wire protocol (headers, opcodes, PSNs, ICRC): `core` only, tested on the host
+// against packets rdma_rxe sent; the data path is its user.
+#[expect(dead_code, reason = "the data path uses it")]
+mod bth;
+#[expect(dead_code, reason = "the data path uses it")]
+mod eth;
+#[expect(dead_code, reason = "the data path uses it")]
+mod icrc;
+#[expect(dead_code, reason = "the data path uses it")]
+mod opcode;
+#[expect(dead_code, reason = "the data path uses it")]
+mod psn;
+
 use device::Ferroce;
 
 module! {

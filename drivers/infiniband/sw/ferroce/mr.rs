@@ -26,7 +26,9 @@ pub(crate) enum Memory {
     Dma,
     /// A fast-registration MR: the pages `map_mr_sg` listed.
     /// (`map_mr_sg` may run where sleeping is not allowed.)
-    Fast { pages: Pin<KBox<IrqSpinLock<PageList>>> },
+    Fast {
+        pages: Pin<KBox<IrqSpinLock<PageList>>>,
+    },
 }
 
 /// The pages of a fast-registration MR: `len` of `addrs` are in use (the list is allocated
@@ -54,7 +56,12 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
 
 /// A new key for an MR of `pd`'s device.
 fn new_key(pd: &Pd<Ferroce>) -> Result<u32> {
-    pd.device().data().mr_keys.lock().alloc().map_err(|_| ENOMEM)
+    pd.device()
+        .data()
+        .mr_keys
+        .lock()
+        .alloc()
+        .map_err(|_| ENOMEM)
 }
 
 pub(crate) fn reg_user(

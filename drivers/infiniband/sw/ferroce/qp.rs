@@ -8,18 +8,17 @@ use kernel::{
     new_irq_spinlock,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap,
-        QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
-        IrqSpinLock,
+        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, IrqSpinLock, Mtu, Pd, Qp, QpAttr,
+        QpCap, QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext,
+        Udata,
     },
 };
 
 use crate::{
     abi::{self, Cqe, SendWqe, WqeUnion},
     cq::{self, Notice},
-    mr,
     device::{active_mtu, Ferroce},
-    limits,
+    limits, mr,
     wq::WorkQueue,
 };
 
@@ -411,7 +410,12 @@ const _: () = assert!(limits::MAX_INLINE_DATA as usize <= WQE_BODY);
 pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
     let data = qp.data();
     let mut st = data.state.lock();
-    if !st.sq.queue.is_kernel() || matches!(st.attr.qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
+    if !st.sq.queue.is_kernel()
+        || matches!(
+            st.attr.qp_state,
+            QpState::Reset | QpState::Init | QpState::Rtr
+        )
+    {
         return Err(EINVAL);
     }
     let cap = st.attr.cap;
@@ -459,7 +463,11 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>, ud: bool) -> Result<(u32, u32, 
             remote_addr,
             rkey,
             imm,
-        } => (o::RDMA_WRITE_WITH_IMM, imm, WqeUnion::Rdma { remote_addr, rkey }),
+        } => (
+            o::RDMA_WRITE_WITH_IMM,
+            imm,
+            WqeUnion::Rdma { remote_addr, rkey },
+        ),
         SendOp::RdmaRead { remote_addr, rkey } => {
             (o::RDMA_READ, 0, WqeUnion::Rdma { remote_addr, rkey })
         }
@@ -499,7 +507,15 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>, ud: bool) -> Result<(u32, u32, 
             if key >> 8 != mr_key >> 8 {
                 return Err(EINVAL);
             }
-            (o::REG_MR, 0, WqeUnion::Reg { mr_key, key, access })
+            (
+                o::REG_MR,
+                0,
+                WqeUnion::Reg {
+                    mr_key,
+                    key,
+                    access,
+                },
+            )
         }
     };
     if !ud {

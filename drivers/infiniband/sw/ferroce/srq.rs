@@ -61,7 +61,10 @@ pub(crate) fn create(
     let max_sge = ((wqe_size as usize - abi::RECV_WQE_HEADER) / abi::SGE_SIZE) as u32;
     let max_sge = max_sge.min(limits::MAX_SGE);
     // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
-    let state = KBox::pin_init(new_irq_spinlock!(SrqShared { wq, limit: 0 }, "ferroce:srq"), GFP_KERNEL)?;
+    let state = KBox::pin_init(
+        new_irq_spinlock!(SrqShared { wq, limit: 0 }, "ferroce:srq"),
+        GFP_KERNEL,
+    )?;
     // Counted last: nothing after this can fail.
     pd.device().data().srqs.take(limits::MAX_SRQ)?;
     *attr = SrqAttr {

@@ -41,7 +41,8 @@ impl WorkQueue {
     }
 
     fn offset_of(&self, index: u32) -> usize {
-        abi::QUEUE_ENTRIES + (index & (self.queue.num_entries - 1)) as usize * self.wqe_size as usize
+        abi::QUEUE_ENTRIES
+            + (index & (self.queue.num_entries - 1)) as usize * self.wqe_size as usize
     }
 
     /// Copies the start of the `nth` WQE after the consumer index into `dst` (at most a WQE).
@@ -57,7 +58,9 @@ impl WorkQueue {
     /// Consumes `n` WQEs and tells user space their entries are free.
     pub(crate) fn consume(&mut self, n: u32) -> Result {
         self.consumer = self.consumer.wrapping_add(n);
-        self.queue.buf.store_release(abi::CTRL_CONSUMER, self.consumer)
+        self.queue
+            .buf
+            .store_release(abi::CTRL_CONSUMER, self.consumer)
     }
 
     /// Writes a WQE for a kernel user (who produces through the kernel): `parts` one after the
@@ -116,7 +119,10 @@ impl WorkQueue {
         // Copied in small pieces: this runs under a spinlock, without allocating.
         let mut chunk = [0u8; 128];
         for i in 0..n {
-            let (from, dst) = (self.offset_of(self.consumer.wrapping_add(i)), to.offset_of(i));
+            let (from, dst) = (
+                self.offset_of(self.consumer.wrapping_add(i)),
+                to.offset_of(i),
+            );
             let mut done = 0;
             while done < self.wqe_size as usize {
                 let len = chunk.len().min(self.wqe_size as usize - done);

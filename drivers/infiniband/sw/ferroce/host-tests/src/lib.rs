@@ -6,18 +6,30 @@
 
 #[path = "../../abi.rs"]
 mod abi;
+#[path = "../../bth.rs"]
+mod bth;
 #[path = "../../count.rs"]
 mod count;
+#[path = "../../eth.rs"]
+mod eth;
 #[path = "../../guid.rs"]
 mod guid;
+#[path = "../../icrc.rs"]
+mod icrc;
 #[path = "../../keys.rs"]
 mod keys;
 #[path = "../../limits.rs"]
 mod limits;
+#[path = "../../opcode.rs"]
+mod opcode;
+#[path = "../../psn.rs"]
+mod psn;
+#[cfg(test)]
+mod rxe_packets;
 
 #[cfg(test)]
 mod tests {
-    use super::{abi, count, guid, keys, limits};
+    use super::{abi, bth, count, eth, guid, icrc, keys, limits, opcode, psn, rxe_packets};
 
     #[test]
     fn guid_is_modified_eui64() {
@@ -280,7 +292,10 @@ int main(void)
         assert!(abi::notify_fires(abi::CQ_NOTIFY_NEXT, false));
         assert!(abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, true));
         assert!(!abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, false));
-        assert!(!abi::notify_fires(0xdead_beef, true), "garbage arms nothing");
+        assert!(
+            !abi::notify_fires(0xdead_beef, true),
+            "garbage arms nothing"
+        );
     }
 
     #[test]
@@ -352,5 +367,153 @@ int main(void)
         }
         // lkey/rkey: 24-bit index, 8-bit key.
         assert!(limits::MAX_MR <= 1 << 24);
+    }
+
+    #[test]
+    fn psn_arithmetic_wraps_at_24_bits() {
+        assert_eq!(psn::add(0xff_fffe, 3), 1);
+        assert_eq!(psn::diff(1, 0xff_ffff), 2);
+        assert_eq!(psn::diff(0xff_ffff, 1), -2);
+        assert!(psn::before(0xff_fff0, 0x10));
+        assert!(!psn::before(0x10, 0xff_fff0));
+        assert_eq!(
+            psn::diff(0x80_0000, 0),
+            -0x80_0000,
+            "half the circle away is before"
+        );
+        assert_eq!(psn::diff(0x7f_ffff, 0), 0x7f_ffff);
+    }
+
+    #[test]
+    fn opcode_layouts() {
+        use opcode::{hdr, layout, op, RC, UC, UD};
+        let bytes = |o: u8| layout(o).map(|l| l.header_bytes());
+        assert_eq!(bytes(RC | op::SEND_ONLY), Some(12));
+        assert_eq!(bytes(RC | op::RDMA_WRITE_ONLY), Some(28));
+        assert_eq!(bytes(RC | op::RDMA_WRITE_ONLY_WITH_IMMEDIATE), Some(32));
+        assert_eq!(bytes(RC | op::RDMA_READ_REQUEST), Some(28));
+        assert_eq!(bytes(RC | op::ATOMIC_ACKNOWLEDGE), Some(24));
+        assert_eq!(bytes(RC | op::COMPARE_SWAP), Some(40));
+        assert_eq!(bytes(UD | op::SEND_ONLY_WITH_IMMEDIATE), Some(24));
+        assert_eq!(bytes(RC | op::SEND_ONLY_WITH_INVALIDATE), Some(16));
+        let l = layout(RC | op::RDMA_READ_RESPONSE_MIDDLE).unwrap();
+        assert!(l.payload && !l.first && !l.last && l.headers == 0);
+        assert_eq!(layout(RC | op::ACKNOWLEDGE).unwrap().headers, hdr::AETH);
+        for bad in [
+            0x15,
+            0x18,
+            0x1f,
+            UD | op::RDMA_WRITE_ONLY,
+            UD | op::SEND_FIRST,
+            UC | op::RDMA_READ_REQUEST,
+            UC | op::COMPARE_SWAP,
+            0x40,
+            0x80,
+            0xe0,
+        ] {
+            assert_eq!(layout(bad), None, "opcode {bad:#x}");
+        }
+    }
+
+    #[test]
+    fn icrc_seed_is_the_masked_lrh() {
+        // rxe starts from this register value: all ones, then eight bytes of ones.
+        assert_eq!(icrc::seed(), 0xdebb_20e3);
+    }
+
+    /// Every rxe packet's ICRC checks; bytes routers may change are masked, others are not.
+    #[test]
+    fn icrc_of_rxe_packets() {
+        for hex in [
+            rxe_packets::RC_SEND_ONLY,
+            rxe_packets::RC_RDMA_WRITE_ONLY,
+            rxe_packets::UD_SEND_ONLY_WITH_IMM,
+        ] {
+            let p = rxe_packets::bytes(hex);
+            assert!(icrc::check(&p), "rxe's ICRC does not check: {hex}");
+            for masked in [1, 8, 10, 11, 26, 27, 32] {
+                // TOS, TTL, IP checksum, UDP checksum, BTH FECN/BECN/resv6
+                let mut q = p.clone();
+                q[masked] ^= 0x40;
+                assert!(icrc::check(&q), "byte {masked} is masked");
+            }
+            for covered in [0, 12, 16, 22, 28, 31, 40, p.len() - 5] {
+                let mut q = p.clone();
+                q[covered] ^= 1;
+                assert!(!icrc::check(&q), "byte {covered} is covered");
+            }
+        }
+        assert!(!icrc::check(&[0x45; 3]));
+        assert_eq!(icrc::compute(&[0x46; 60]), None, "IPv4 options");
+    }
+
+    #[test]
+    fn headers_of_rxe_packets() {
+        use opcode::{op, RC, UD};
+        let p = rxe_packets::bytes(rxe_packets::RC_SEND_ONLY);
+        let b = bth::Bth::parse(&p[28..]).unwrap();
+        assert_eq!(
+            b,
+            bth::Bth {
+                opcode: RC | op::SEND_ONLY,
+                pkey: 0xffff,
+                dest_qp: 0x123,
+                ack_req: true,
+                psn: 0x456,
+                ..bth::Bth::default()
+            }
+        );
+        assert_eq!(&b.to_bytes()[..], &p[28..40]);
+        let payload = &p[40..p.len() - 4];
+        assert_eq!(payload, b"ferroce ICRC fixture: an RC SEND to QP 0x123");
+
+        let p = rxe_packets::bytes(rxe_packets::RC_RDMA_WRITE_ONLY);
+        let b = bth::Bth::parse(&p[28..]).unwrap();
+        assert_eq!((b.opcode, b.psn), (RC | op::RDMA_WRITE_ONLY, 0x457));
+        let r = eth::Reth::parse(&p[40..]).unwrap();
+        assert_eq!(
+            r,
+            eth::Reth {
+                va: 0x1000,
+                rkey: 0x4242,
+                dma_len: 16
+            }
+        );
+        assert_eq!(&r.to_bytes()[..], &p[40..56]);
+
+        let p = rxe_packets::bytes(rxe_packets::UD_SEND_ONLY_WITH_IMM);
+        let b = bth::Bth::parse(&p[28..]).unwrap();
+        assert_eq!(
+            (b.opcode, b.pad, b.dest_qp, b.psn, b.ack_req),
+            (UD | op::SEND_ONLY_WITH_IMMEDIATE, 3, 0x321, 0x789, false)
+        );
+        assert_eq!(&b.to_bytes()[..], &p[28..40]);
+        let d = eth::Deth::parse(&p[40..]).unwrap();
+        assert_eq!((d.qkey, d.src_qp), (0x1111_1111, 0x12));
+        assert_eq!(&d.to_bytes()[..], &p[40..48]);
+        assert_eq!(eth::word_parse(&p[48..]), Some(0x0403_0201));
+        let l = opcode::layout(b.opcode).unwrap();
+        assert_eq!(l.header_bytes(), 24);
+        let payload_and_pad = p.len() - 28 - l.header_bytes() - opcode::ICRC_BYTES;
+        assert_eq!(payload_and_pad - usize::from(b.pad), 21);
+    }
+
+    #[test]
+    fn extended_headers_round_trip() {
+        let a = eth::AtomicEth {
+            va: 0x1122_3344_5566_7788,
+            rkey: 0x99,
+            swap_add: 5,
+            compare: 6,
+        };
+        assert_eq!(eth::AtomicEth::parse(&a.to_bytes()), Some(a));
+        let k = eth::Aeth {
+            syndrome: 0x60,
+            msn: 0xab_cdef,
+        };
+        assert_eq!(eth::Aeth::parse(&k.to_bytes()), Some(k));
+        assert_eq!(eth::atomic_ack_parse(&7u64.to_be_bytes()), Some(7));
+        assert_eq!(eth::Reth::parse(&[0; 15]), None);
+        assert_eq!(bth::Bth::parse(&[0; 11]), None);
     }
 }
