@@ -169,11 +169,42 @@ static int ferroce_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 				sizeof(resp));
 }
 
-static void *map_queue(struct ibv_context *context,
-		       const struct ferroce_mmap_info *mi)
+/* Maps the queue mi describes into m; 0 or an errno. */
+static int map_queue(struct ibv_context *context,
+		     const struct ferroce_mmap_info *mi, struct ferroce_mapping *m)
 {
-	return mmap(NULL, mi->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    context->cmd_fd, mi->offset);
+	void *addr = mmap(NULL, mi->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  context->cmd_fd, mi->offset);
+
+	if (addr == MAP_FAILED)
+		return errno;
+	m->addr = addr;
+	m->size = mi->size;
+	return 0;
+}
+
+static void unmap_queue(struct ferroce_mapping *m)
+{
+	if (m->addr)
+		munmap(m->addr, m->size);
+	m->addr = NULL;
+}
+
+/*
+ * After a resize: maps the new queue, then drops the old mapping (the kernel
+ * no longer uses the old queue, which goes away with its last mapping).
+ */
+static int remap_queue(struct ibv_context *context,
+		       const struct ferroce_mmap_info *mi, struct ferroce_mapping *m)
+{
+	struct ferroce_mapping new;
+	int ret = map_queue(context, mi, &new);
+
+	if (ret)
+		return ret;
+	unmap_queue(m);
+	*m = new;
+	return 0;
 }
 
 static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
@@ -196,28 +227,25 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	qp->sq_ring = map_queue(pd->context, &resp.sq_mi);
-	if (qp->sq_ring == MAP_FAILED)
+	ret = map_queue(pd->context, &resp.sq_mi, &qp->sq_ring);
+	if (ret)
 		goto err_destroy;
-	qp->sq_size = resp.sq_mi.size;
-	ferroce_wq_init(&qp->sq, qp->sq_ring, resp.sq_mi.num_entries,
+	ferroce_wq_init(&qp->sq, qp->sq_ring.addr, resp.sq_mi.num_entries,
 			resp.sq_wqe_size);
 	if (!attr->srq) {
-		qp->rq_ring = map_queue(pd->context, &resp.rq_mi);
-		if (qp->rq_ring == MAP_FAILED) {
-			munmap(qp->sq_ring, qp->sq_size);
+		ret = map_queue(pd->context, &resp.rq_mi, &qp->rq_ring);
+		if (ret) {
+			unmap_queue(&qp->sq_ring);
 			goto err_destroy;
 		}
-		qp->rq_size = resp.rq_mi.size;
-		ferroce_wq_init(&qp->rq, qp->rq_ring, resp.rq_mi.num_entries,
-				resp.rq_wqe_size);
+		ferroce_wq_init(&qp->rq, qp->rq_ring.addr,
+				resp.rq_mi.num_entries, resp.rq_wqe_size);
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return &qp->vqp.qp;
 
 err_destroy:
-	ret = errno;
 	ibv_cmd_destroy_qp(&qp->vqp.qp);
 	free(qp);
 	errno = ret;
@@ -250,9 +278,8 @@ static int ferroce_destroy_qp(struct ibv_qp *ibqp)
 	if (ret)
 		return ret;
 
-	munmap(qp->sq_ring, qp->sq_size);
-	if (qp->rq_ring)
-		munmap(qp->rq_ring, qp->rq_size);
+	unmap_queue(&qp->sq_ring);
+	unmap_queue(&qp->rq_ring);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
@@ -310,7 +337,7 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct ferroce_qp *qp = to_fqp(ibqp);
 	int ret, doorbell;
 
-	if (!qp->rq_ring) {
+	if (!qp->rq_ring.addr) {
 		/* The QP receives from its SRQ. */
 		*bad_wr = wr;
 		return EINVAL;
@@ -417,16 +444,14 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	srq->ring = map_queue(pd->context, &resp.mi);
-	if (srq->ring == MAP_FAILED) {
-		ret = errno;
+	ret = map_queue(pd->context, &resp.mi, &srq->ring);
+	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
-	srq->ring_size = resp.mi.size;
-	ferroce_wq_init(&srq->wq, srq->ring, resp.mi.num_entries,
+	ferroce_wq_init(&srq->wq, srq->ring.addr, resp.mi.num_entries,
 			resp.wqe_size);
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &srq->vsrq.srq;
@@ -438,7 +463,6 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	struct ferroce_srq *srq = to_fsrq(ibsrq);
 	struct uferroce_modify_srq cmd = {};
 	struct ferroce_mmap_info mi = {};
-	void *ring;
 	int ret;
 
 	/* A resize moves the ring: no post may run meanwhile. */
@@ -451,17 +475,13 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 
 	/*
 	 * The kernel moved the WQEs not yet taken to the new ring and set its
-	 * producer index; the old ring goes away with its last mapping.
+	 * producer index.
 	 */
-	ring = map_queue(ibsrq->context, &mi);
-	if (ring == MAP_FAILED) {
-		ret = errno;
+	ret = remap_queue(ibsrq->context, &mi, &srq->ring);
+	if (ret)
 		goto out;
-	}
-	munmap(srq->ring, srq->ring_size);
-	srq->ring = ring;
-	srq->ring_size = mi.size;
-	ferroce_wq_init(&srq->wq, ring, mi.num_entries, srq->wq.wqe_size);
+	ferroce_wq_init(&srq->wq, srq->ring.addr, mi.num_entries,
+			srq->wq.wqe_size);
 out:
 	pthread_spin_unlock(&srq->lock);
 	return ret;
@@ -483,7 +503,7 @@ static int ferroce_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret;
 
-	munmap(srq->ring, srq->ring_size);
+	unmap_queue(&srq->ring);
 	pthread_spin_destroy(&srq->lock);
 	free(srq);
 	return 0;
@@ -525,16 +545,14 @@ static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 
-	cq->ring = map_queue(context, &resp.mi);
-	if (cq->ring == MAP_FAILED) {
-		ret = errno;
+	ret = map_queue(context, &resp.mi, &cq->ring);
+	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
 		errno = ret;
 		return NULL;
 	}
-	cq->ring_size = resp.mi.size;
-	ferroce_cq_init(&cq->state, cq->ring, resp.mi.num_entries);
+	ferroce_cq_init(&cq->state, cq->ring.addr, resp.mi.num_entries);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->vcq.cq;
 }
@@ -544,7 +562,6 @@ static int ferroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct ferroce_cq *cq = to_fcq(ibcq);
 	struct uferroce_resize_cq_resp resp = {};
 	struct ibv_resize_cq cmd = {};
-	void *ring;
 	int ret;
 
 	pthread_spin_lock(&cq->lock);
@@ -553,19 +570,11 @@ static int ferroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 	if (ret)
 		goto out;
 
-	/*
-	 * The kernel moved the unpolled completions to the new ring; the old
-	 * one is no longer written and goes away with its last mapping.
-	 */
-	ring = map_queue(ibcq->context, &resp.mi);
-	if (ring == MAP_FAILED) {
-		ret = errno;
+	/* The kernel moved the unpolled completions to the new ring. */
+	ret = remap_queue(ibcq->context, &resp.mi, &cq->ring);
+	if (ret)
 		goto out;
-	}
-	munmap(cq->ring, cq->ring_size);
-	cq->ring = ring;
-	cq->ring_size = resp.mi.size;
-	ferroce_cq_remap(&cq->state, ring, resp.mi.num_entries);
+	ferroce_cq_remap(&cq->state, cq->ring.addr, resp.mi.num_entries);
 out:
 	pthread_spin_unlock(&cq->lock);
 	return ret;
@@ -580,7 +589,7 @@ static int ferroce_destroy_cq(struct ibv_cq *ibcq)
 	if (ret)
 		return ret;
 
-	munmap(cq->ring, cq->ring_size);
+	unmap_queue(&cq->ring);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;

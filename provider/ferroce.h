@@ -10,6 +10,12 @@
 
 #include "ferroce-ring.h"
 
+/* One queue's mapping of the uverbs file (struct ferroce_mmap_info). */
+struct ferroce_mapping {
+	void *addr;
+	size_t size;
+};
+
 struct ferroce_device {
 	struct verbs_device ibv_dev;
 };
@@ -22,8 +28,7 @@ struct ferroce_cq {
 	struct verbs_cq vcq;
 	/* Serialises polling and resizing, as the ring has one consumer. */
 	pthread_spinlock_t lock;
-	void *ring;
-	size_t ring_size;
+	struct ferroce_mapping ring;
 	struct ferroce_cq_state state;
 };
 
@@ -37,10 +42,8 @@ struct ferroce_qp {
 	/* One producer per queue. */
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
-	void *sq_ring;
-	size_t sq_size;
-	void *rq_ring;		/* NULL when the QP receives from an SRQ */
-	size_t rq_size;
+	struct ferroce_mapping sq_ring;
+	struct ferroce_mapping rq_ring;	/* none when the QP receives from an SRQ */
 	struct ferroce_wq_state sq;
 	struct ferroce_wq_state rq;
 };
@@ -54,8 +57,7 @@ struct ferroce_srq {
 	struct verbs_srq vsrq;
 	/* One producer; also held across a resize, which moves the ring. */
 	pthread_spinlock_t lock;
-	void *ring;
-	size_t ring_size;
+	struct ferroce_mapping ring;
 	struct ferroce_wq_state wq;
 };
 

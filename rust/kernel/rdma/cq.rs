@@ -6,7 +6,7 @@
 
 use super::{
     device::Driver,
-    object::{CqKind, Object},
+    object::{dispatch_object_event, CqKind, Object},
 };
 use crate::bindings;
 
@@ -47,17 +47,15 @@ impl<T: Driver> Cq<T> {
     pub fn dispatch_error(&self) {
         let raw = self.as_raw();
         // SAFETY: As for `notify_completion`.
-        let (handler, context, device) =
-            unsafe { ((*raw).event_handler, (*raw).cq_context, (*raw).device) };
-        let mut ev = bindings::ib_event {
-            device,
-            element: bindings::ib_event__bindgen_ty_1 { cq: raw },
-            event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+        unsafe {
+            dispatch_object_event(
+                (*raw).event_handler,
+                (*raw).cq_context,
+                (*raw).device,
+                bindings::ib_event__bindgen_ty_1 { cq: raw },
+                bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            )
         };
-        if let Some(handler) = handler {
-            // SAFETY: `ev` is valid for the call; the handler is ib_core's or a ULP's.
-            unsafe { handler(&mut ev, context) };
-        }
     }
 
     /// Records the number of entries the CQ really has, which ib_core reports to its creator.

@@ -152,6 +152,11 @@ impl SharedBuffer {
         (pgoff as u64) << bindings::PAGE_SHIFT
     }
 
+    /// Whether user space can map the buffer (it belongs to a user object).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+
     /// The size of the buffer in bytes (a page multiple).
     pub fn len(&self) -> usize {
         self.e().len
@@ -212,13 +217,6 @@ impl SharedBuffer {
             core::ptr::copy_nonoverlapping(self.e().addr.add(offset), dst.as_mut_ptr(), dst.len())
         };
         Ok(())
-    }
-}
-
-impl SharedBuffer {
-    /// Whether user space can map the buffer (it belongs to a user object).
-    pub fn is_mapped(&self) -> bool {
-        self.mapped
     }
 }
 

@@ -34,6 +34,32 @@ macro_rules! ib_object {
 }
 ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_ah, ib_qp, ib_srq);
 
+/// Calls an object's asynchronous event handler (`event_handler(&ev, context)`, the calling
+/// convention of QPs, CQs and SRQs), if it has one.
+///
+/// # Safety
+///
+/// `handler` and `context` must be the live object's, `element` must name it and `device` must
+/// be its device.
+pub(crate) unsafe fn dispatch_object_event(
+    handler: Option<unsafe extern "C" fn(*mut bindings::ib_event, *mut crate::ffi::c_void)>,
+    context: *mut crate::ffi::c_void,
+    device: *mut bindings::ib_device,
+    element: bindings::ib_event__bindgen_ty_1,
+    event: u32,
+) {
+    let mut ev = bindings::ib_event {
+        device,
+        element,
+        event,
+    };
+    if let Some(handler) = handler {
+        // SAFETY: `ev` is valid for the call; the handler is ib_core's or a ULP's, called as
+        // ib_core calls it.
+        unsafe { handler(&mut ev, context) };
+    }
+}
+
 /// A kind of object: its C type and the driver data `T` keeps in it.
 pub trait Kind {
     /// The ib_core structure.

@@ -9,7 +9,7 @@ use super::{
     ah::AddressVector,
     cq::Cq,
     device::Driver,
-    object::{Object, QpKind},
+    object::{dispatch_object_event, Object, QpKind},
     srq::Srq,
 };
 use crate::{bindings, error::code::*, error::Result};
@@ -51,17 +51,15 @@ impl<T: Driver> Qp<T> {
         let raw = self.as_raw();
         // SAFETY: ib_core sets the handler and its context before `create_qp` and never changes
         // them; the QP is alive for `&self`.
-        let (handler, context, device) =
-            unsafe { ((*raw).event_handler, (*raw).qp_context, (*raw).device) };
-        let mut ev = bindings::ib_event {
-            device,
-            element: bindings::ib_event__bindgen_ty_1 { qp: raw },
-            event: event as u32,
+        unsafe {
+            dispatch_object_event(
+                (*raw).event_handler,
+                (*raw).qp_context,
+                (*raw).device,
+                bindings::ib_event__bindgen_ty_1 { qp: raw },
+                event as u32,
+            )
         };
-        if let Some(handler) = handler {
-            // SAFETY: `ev` is valid for the call; the handler is ib_core's.
-            unsafe { handler(&mut ev, context) };
-        }
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::{
     device::Driver,
-    object::{Object, SrqKind},
+    object::{dispatch_object_event, Object, SrqKind},
 };
 use crate::bindings;
 
@@ -73,16 +73,14 @@ impl<T: Driver> Srq<T> {
         let raw = self.as_raw();
         // SAFETY: ib_core sets the handler and its context before the driver sees the SRQ and
         // never changes them; the SRQ is alive for `&self`.
-        let (handler, context, device) =
-            unsafe { ((*raw).event_handler, (*raw).srq_context, (*raw).device) };
-        let mut ev = bindings::ib_event {
-            device,
-            element: bindings::ib_event__bindgen_ty_1 { srq: raw },
-            event: event as u32,
+        unsafe {
+            dispatch_object_event(
+                (*raw).event_handler,
+                (*raw).srq_context,
+                (*raw).device,
+                bindings::ib_event__bindgen_ty_1 { srq: raw },
+                event as u32,
+            )
         };
-        if let Some(handler) = handler {
-            // SAFETY: `ev` is valid for the call; the handler is ib_core's or a ULP's.
-            unsafe { handler(&mut ev, context) };
-        }
     }
 }

@@ -353,8 +353,6 @@ impl Wc {
 pub mod wc_status {
     use crate::bindings;
 
-    /// Success.
-    pub const SUCCESS: u32 = bindings::ib_wc_status_IB_WC_SUCCESS;
     /// Flushed: the QP was in the error state.
     pub const WR_FLUSH_ERR: u32 = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
 }

@@ -68,21 +68,21 @@ pub(crate) mod wc_flags {
     pub(crate) const WITH_INV: u32 = 1 << 3;
 }
 
-/// The `enum ib_wc_flags` (kernel) form of a CQE's `enum ibv_wc_flags`.
-pub(crate) fn kernel_wc_flags(ibv: u32) -> u32 {
-    const GRH: u32 = 1;
-    const WITH_IMM: u32 = 1 << 1;
-    const WITH_INVALIDATE: u32 = 1 << 2;
-    const IP_CSUM_OK: u32 = 1 << 3;
-    [
-        (wc_flags::GRH, GRH),
-        (wc_flags::WITH_IMM, WITH_IMM),
-        (wc_flags::IP_CSUM_OK, IP_CSUM_OK),
-        (wc_flags::WITH_INV, WITH_INVALIDATE),
-    ]
-    .iter()
-    .filter(|(u, _)| ibv & u != 0)
-    .fold(0, |acc, (_, k)| acc | k)
+/// The `enum ib_wc_flags` (kernel) form of a CQE's `enum ibv_wc_flags`: GRH and WITH_IMM keep
+/// their bits, IP_CSUM_OK and WITH_INV swap theirs (ib_core: WITH_INVALIDATE 4, IP_CSUM_OK 8).
+pub(crate) const fn kernel_wc_flags(ibv: u32) -> u32 {
+    let kept = ibv & (wc_flags::GRH | wc_flags::WITH_IMM);
+    let csum = if ibv & wc_flags::IP_CSUM_OK != 0 {
+        1 << 3
+    } else {
+        0
+    };
+    let inv = if ibv & wc_flags::WITH_INV != 0 {
+        1 << 2
+    } else {
+        0
+    };
+    kept | csum | inv
 }
 
 /// `enum ibv_wr_opcode`.
@@ -294,6 +294,18 @@ impl SendWqe {
         }
         b
     }
+}
+
+/// The `wr_id` at the start of a send or receive WQE header.
+pub(crate) fn wqe_wr_id(hdr: &[u8; RECV_WQE_HEADER]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&hdr[WQE_WR_ID..WQE_WR_ID + 8]);
+    u64::from_ne_bytes(b)
+}
+
+/// The SGEs a WQE of `wqe_size` bytes holds after a header of `header` bytes.
+pub(crate) fn sge_room(wqe_size: u32, header: usize) -> u32 {
+    ((wqe_size as usize).saturating_sub(header) / SGE_SIZE) as u32
 }
 
 /// A receive WQE header (`struct ferroce_recv_wqe` without its SGEs).

@@ -215,6 +215,18 @@ pub(crate) fn resize(
     Ok(num_entries)
 }
 
+// A kernel user's completion keeps the status and opcode numbers of the ring (rdma-core's,
+// which ib_core's equal, `REG_MR` being ib_core's own); only the flags are renumbered.
+const _: () = {
+    use kernel::rdma::wr;
+    assert!(abi::wc_status::WR_FLUSH_ERR == wr::wc_status::WR_FLUSH_ERR);
+    assert!(abi::wc_opcode::REG_MR == wr::wc_opcode::REG_MR);
+    assert!(abi::kernel_wc_flags(abi::wc_flags::GRH) == wr::wc_flags::GRH);
+    assert!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM) == wr::wc_flags::WITH_IMM);
+    assert!(abi::kernel_wc_flags(abi::wc_flags::WITH_INV) == wr::wc_flags::WITH_INVALIDATE);
+    assert!(abi::kernel_wc_flags(abi::wc_flags::IP_CSUM_OK) == wr::wc_flags::IP_CSUM_OK);
+};
+
 /// Takes completions from a kernel user's CQ (`ib_poll_cq`).
 pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
     let ring = cq.data().ring.lock();

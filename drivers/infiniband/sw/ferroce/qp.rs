@@ -9,8 +9,8 @@ use kernel::{
     prelude::*,
     rdma::{
         access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, IrqSpinLock, Mtu, Pd, Qp, QpAttr,
-        QpCap, QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext,
-        Udata,
+        QpCap, QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, Sge,
+        UContext, Udata,
     },
 };
 
@@ -50,7 +50,7 @@ impl QpShared {
     fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
         let qpn = qp.qp_num();
         self.sq.drain(|hdr: &[u8; abi::SEND_WQE_HEADER]| {
-            let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
+            let wr_id = abi::wqe_wr_id(hdr.first_chunk().unwrap_or(&[0; abi::RECV_WQE_HEADER]));
             let op = u32::from_ne_bytes(
                 hdr[abi::SEND_WQE_OPCODE..][..4]
                     .try_into()
@@ -72,7 +72,7 @@ impl QpShared {
         };
         let qpn = qp.qp_num();
         rq.drain(|hdr: &[u8; abi::RECV_WQE_HEADER]| {
-            let wr_id = u64::from_ne_bytes(hdr[abi::WQE_WR_ID..][..8].try_into().unwrap_or([0; 8]));
+            let wr_id = abi::wqe_wr_id(hdr);
             let cqe = flushed(qp, wr_id, abi::wc_opcode::RECV, qpn);
             if let Ok(n) = cq::post(qp.recv_cq(), &cqe) {
                 notices.recv = notices.recv.or(n);
@@ -140,13 +140,12 @@ pub(crate) fn create(
     };
     // No kernel thread watches the send queue: every post needs the doorbell.
     sq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
-    let sge_room = |wqe: u32, header: usize| ((wqe as usize - header) / abi::SGE_SIZE) as u32;
     init.cap = QpCap {
         max_send_wr: sq_entries,
         max_recv_wr: rq.as_ref().map_or(0, |rq| rq.queue.num_entries),
-        max_send_sge: sge_room(sq_wqe, abi::SEND_WQE_HEADER).min(limits::MAX_SGE),
+        max_send_sge: abi::sge_room(sq_wqe, abi::SEND_WQE_HEADER).min(limits::MAX_SGE),
         max_recv_sge: rq.as_ref().map_or(0, |_| {
-            sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE)
+            abi::sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE)
         }),
         max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
     };
@@ -419,22 +418,15 @@ pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
         return Err(EINVAL);
     }
     let cap = st.attr.cap;
-    let ud = matches!(data.init.qp_type, QpType::Ud | QpType::Gsi);
-    let w = wr_opcode_and_union(wr, ud)?;
+    let w = wr_opcode_and_union(wr)?;
     let mut body = [0u8; WQE_BODY];
     let (len, num_sge, inline_len) = if wr.send_flags & SEND_INLINE != 0 {
         let room = (cap.max_inline_data as usize).min(WQE_BODY);
         let n = wr.copy_inline(&mut body[..room])?;
         (n, 0, n as u32)
     } else {
-        if wr.sges.len() > cap.max_send_sge as usize {
-            return Err(EINVAL);
-        }
-        for (i, sge) in wr.sges.iter().enumerate() {
-            body[i * abi::SGE_SIZE..][..abi::SGE_SIZE]
-                .copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
-        }
-        (wr.sges.len() * abi::SGE_SIZE, wr.sges.len() as u32, 0)
+        let len = sge_list(wr.sges, cap.max_send_sge, &mut body)?;
+        (len, wr.sges.len() as u32, 0)
     };
     let header = SendWqe {
         wr_id: wr.wr_id,
@@ -450,7 +442,7 @@ pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
 }
 
 /// The WQE opcode, immediate/invalidate word and union of a kernel send work request.
-fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>, ud: bool) -> Result<(u32, u32, WqeUnion)> {
+fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)> {
     use abi::wr_opcode as o;
     let (op, ex, un) = match wr.op {
         SendOp::Send => (o::SEND, 0, WqeUnion::None),
@@ -518,11 +510,10 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>, ud: bool) -> Result<(u32, u32, 
             )
         }
     };
-    if !ud {
+    // A UD (or GSI) QP's requests carry their destination (the layer saw to it); they send.
+    let Some(dest) = wr.ud.as_ref() else {
         return Ok((op, ex, un));
-    }
-    // A UD QP sends, with its destination.
-    let dest = wr.ud.as_ref().ok_or(EINVAL)?;
+    };
     if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
         return Err(EINVAL);
     }
@@ -551,14 +542,20 @@ pub(crate) fn post_recv(qp: &Qp<Ferroce>, wr: &RecvWr<'_>) -> Result {
 
 /// Writes a receive WQE for a kernel user (RQ or SRQ).
 pub(crate) fn produce_recv(wq: &mut WorkQueue, wr: &RecvWr<'_>, max_sge: u32) -> Result {
-    if wr.sges.len() > max_sge as usize {
+    let mut body = [0u8; WQE_BODY];
+    let len = sge_list(wr.sges, max_sge, &mut body)?;
+    let header = abi::recv_wqe_header(wr.wr_id, wr.sges.len() as u32);
+    wq.produce(&[&header, &body[..len]])
+}
+
+/// Writes `sges` as `struct ferroce_sge`s to the start of `body`; returns the bytes written.
+/// `EINVAL` beyond `max_sge`.
+fn sge_list(sges: &[Sge], max_sge: u32, body: &mut [u8; WQE_BODY]) -> Result<usize> {
+    if sges.len() > max_sge as usize {
         return Err(EINVAL);
     }
-    let mut body = [0u8; WQE_BODY];
-    for (i, sge) in wr.sges.iter().enumerate() {
-        body[i * abi::SGE_SIZE..][..abi::SGE_SIZE]
-            .copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
+    for (slot, sge) in body.chunks_exact_mut(abi::SGE_SIZE).zip(sges) {
+        slot.copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
     }
-    let header = abi::recv_wqe_header(wr.wr_id, wr.sges.len() as u32);
-    wq.produce(&[&header, &body[..wr.sges.len() * abi::SGE_SIZE]])
+    Ok(sges.len() * abi::SGE_SIZE)
 }

@@ -16,8 +16,12 @@ use crate::{abi, device::Ferroce, limits, qp, wq::WorkQueue};
 pub(crate) struct SrqData {
     /// Taken in any context (kernel users post from softirq).
     state: Pin<KBox<IrqSpinLock<SrqShared>>>,
-    max_sge: u32,
     wqe_size: u32,
+}
+
+/// The SGEs an SRQ WQE of `wqe_size` bytes holds, as advertised.
+fn max_sge_of(wqe_size: u32) -> u32 {
+    abi::sge_room(wqe_size, abi::RECV_WQE_HEADER).min(limits::MAX_SGE)
 }
 
 struct SrqShared {
@@ -58,8 +62,7 @@ pub(crate) fn create(
     if uctx.is_some() {
         udata.write(&abi::create_srq_resp(&wq.queue.mmap_info()?, wqe_size))?;
     }
-    let max_sge = ((wqe_size as usize - abi::RECV_WQE_HEADER) / abi::SGE_SIZE) as u32;
-    let max_sge = max_sge.min(limits::MAX_SGE);
+    let max_sge = max_sge_of(wqe_size);
     // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
     let state = KBox::pin_init(
         new_irq_spinlock!(SrqShared { wq, limit: 0 }, "ferroce:srq"),
@@ -72,11 +75,7 @@ pub(crate) fn create(
         max_sge,
         srq_limit: 0,
     };
-    Ok(SrqData {
-        state,
-        max_sge,
-        wqe_size,
-    })
+    Ok(SrqData { state, wqe_size })
 }
 
 pub(crate) fn destroy(srq: &Srq<Ferroce>) {
@@ -170,7 +169,7 @@ pub(crate) fn query(srq: &Srq<Ferroce>) -> Result<SrqAttr> {
     let st = data.state.lock();
     Ok(SrqAttr {
         max_wr: st.wq.queue.num_entries,
-        max_sge: data.max_sge,
+        max_sge: max_sge_of(data.wqe_size),
         srq_limit: st.limit,
     })
 }
@@ -182,5 +181,5 @@ pub(crate) fn post_recv(srq: &Srq<Ferroce>, wr: &RecvWr<'_>) -> Result {
     if !st.wq.queue.is_kernel() {
         return Err(EINVAL);
     }
-    qp::produce_recv(&mut st.wq, wr, data.max_sge)
+    qp::produce_recv(&mut st.wq, wr, max_sge_of(data.wqe_size))
 }
