@@ -10,6 +10,8 @@
 #include <rdma/ferroce-abi.h>
 #include <kernel-abi/ferroce-abi.h>
 
+DECLARE_DRV_CMD(uferroce_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
+		ferroce_alloc_ucontext_cmd, ferroce_alloc_ucontext_resp);
 DECLARE_DRV_CMD(uferroce_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, ferroce_create_ah_resp);
 DECLARE_DRV_CMD(uferroce_create_qp, IB_USER_VERBS_CMD_CREATE_QP,

@@ -31,6 +31,17 @@
  * acquire semantics.  The kernel keeps its own copy of the index it
  * produces and never trusts the user's: an index that claims more than
  * num_entries outstanding entries puts the queue in error.
+ *
+ * Wakeups (CQ arming, FERROCE_QUEUE_NEED_WAKEUP) are a store on one side
+ * followed by a load of what the other side stores: release/acquire does
+ * not order a store before a later load, so each side puts a full memory
+ * barrier between the two (as io_uring's SQ_NEED_WAKEUP does):
+ *   CQ    user: OR notify; full barrier; load producer (poll again)
+ *         kernel: store producer; full barrier; load notify
+ *   SQ/RQ user: store producer; full barrier; load flags (NEED_WAKEUP)
+ *         kernel: set NEED_WAKEUP; full barrier; load producer
+ * Otherwise both sides could miss each other's store and a completion
+ * event or a doorbell would be lost.
  */
 struct ferroce_queue_ctrl {
 	__u32 producer;		/* written by the producer */
@@ -44,7 +55,13 @@ struct ferroce_queue_ctrl {
 
 #define FERROCE_QUEUE_ENTRIES 256	/* byte offset of entry 0 */
 
-/* ferroce_queue_ctrl.flags */
+/*
+ * ferroce_queue_ctrl.flags: only the kernel changes them, one bit at a
+ * time with atomic OR/AND-NOT, so setting one flag never clears another.
+ * A CQ with FERROCE_QUEUE_OVERFLOW set lost a completion: the provider
+ * returns what the ring still holds, then fails every poll (and the owner
+ * got IBV_EVENT_CQ_ERR).
+ */
 #define FERROCE_QUEUE_ERROR	(1U << 0)	/* the kernel stopped using it */
 #define FERROCE_QUEUE_OVERFLOW	(1U << 1)	/* CQ: a completion was lost */
 /*
@@ -58,9 +75,12 @@ struct ferroce_queue_ctrl {
 #define FERROCE_QUEUE_NEED_WAKEUP (1U << 2)
 
 /*
- * CQ arming without a syscall: the user stores NEXT or SOLICITED in
- * `notify`; the kernel clears it (atomic exchange) when it writes a CQE
- * that satisfies it, and then signals the completion channel.
+ * CQ arming without a syscall: the user ORs NEXT or SOLICITED into
+ * `notify` (atomically, so arming for the next completion is never
+ * weakened by a later solicited-only request: NEXT wins); the kernel
+ * clears it (atomic exchange) when it writes a CQE that satisfies it and
+ * then signals the completion channel.  The provider arms under its CQ
+ * lock, which a resize (a new ring) also holds.
  */
 #define FERROCE_CQ_NOTIFY_NEXT		1
 #define FERROCE_CQ_NOTIFY_SOLICITED	2
@@ -146,6 +166,27 @@ struct ferroce_send_wqe {
 	} wr;
 	struct ferroce_sge sge[];
 };
+
+/*
+ * GET_CONTEXT: features are negotiated, not versioned.  The provider sets
+ * in comp_mask the FERROCE_UCTX_* features it supports; the kernel answers
+ * with those it enables (a subset), ignoring bits it does not know.  An
+ * older provider sends no command data and gets no feature.  No feature
+ * is defined yet: the kernel poller and doorbell batching will be.
+ */
+struct ferroce_alloc_ucontext_cmd {
+	__aligned_u64 comp_mask;
+};
+
+struct ferroce_alloc_ucontext_resp {
+	__aligned_u64 comp_mask;
+};
+
+/*
+ * Queue mappings carry VM_DONTCOPY: a child process made by fork() does
+ * not inherit them (touching one there faults), so it can never corrupt
+ * its parent's rings.
+ */
 
 /* Where a queue's mapping is: mmap(cmd_fd, size, offset). */
 struct ferroce_mmap_info {
