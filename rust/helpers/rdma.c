@@ -3,6 +3,7 @@
 #if IS_ENABLED(CONFIG_INFINIBAND)
 
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
@@ -32,17 +33,27 @@ bool rust_helper_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size
 	return ib_is_udata_cleared(udata, offset, len);
 }
 
-/* kernel::rdma::IrqSpinLock: spin_lock_irqsave is a macro. */
-unsigned long rust_helper_spin_lock_irqsave(spinlock_t *lock)
+/* kernel::rdma's mmap op: queue mappings are not inherited by fork(). */
+void rust_helper_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(lock, flags);
-	return flags;
+	vm_flags_set(vma, flags);
 }
 
-void rust_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+/*
+ * kernel::rdma::link: ib_core runs `rdma link add` callbacks concurrently
+ * (under a read lock); a driver's "is this netdev taken?" check and its
+ * registration must not interleave with another's, so the Rust link types'
+ * callbacks run one at a time.
+ */
+static DEFINE_MUTEX(rust_rdma_newlink_mutex);
+
+void rust_helper_rdma_newlink_lock(void)
 {
-	spin_unlock_irqrestore(lock, flags);
+	mutex_lock(&rust_rdma_newlink_mutex);
+}
+
+void rust_helper_rdma_newlink_unlock(void)
+{
+	mutex_unlock(&rust_rdma_newlink_mutex);
 }
 #endif /* CONFIG_INFINIBAND */

@@ -2,10 +2,11 @@
 
 //! RDMA (InfiniBand/RoCE) device drivers.
 //!
-//! A driver implements [`device::Driver`], whose methods map to `struct ib_device_ops`, and
+//! A driver implements [`driver::Driver`], whose methods map to `struct ib_device_ops`, and
 //! registers devices with [`device::Device::register`]. ib_core allocates the device and the
-//! per-object structures; the driver's data lives inside those allocations, initialised in
-//! place by this layer and dropped when ib_core frees them. Soft-RoCE drivers create devices
+//! per-object structures; the driver's data lives inside those allocations, pin-initialised in
+//! place by this layer and dropped when ib_core frees them (or when creation fails after the
+//! driver's part succeeded). Each object's module holds its type and its ops callbacks. Soft-RoCE drivers create devices
 //! from `rdma link add` through [`link::Registration`].
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
@@ -15,7 +16,7 @@ pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;
-pub mod irq_lock;
+pub mod driver;
 pub mod link;
 pub mod mmap;
 pub mod mr;
@@ -34,8 +35,8 @@ pub use attr::{
     PortImmutable, PortState,
 };
 pub use cq::{Cq, CqInitAttr};
-pub use device::{Device, DeviceParams, DeviceRef, Driver};
-pub use irq_lock::IrqSpinLock;
+pub use device::{Device, DeviceParams, DeviceRef};
+pub use driver::Driver;
 pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
 pub use pd::Pd;

@@ -26,7 +26,7 @@ check max_qp_wr 16384
 check max_sge 32
 check max_sge_rd 32
 check max_cq 16384
-check max_cqe 65535
+check max_cqe 65536
 check max_mr 65536
 check max_mr_size 0x10000000000
 check max_pd 65536

@@ -7,8 +7,16 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::object::{AhKind, Object};
-use crate::{bindings, error::code::*, error::Result};
+use super::{
+    driver::{Adapter, Driver},
+    object::{AhKind, Object},
+    pd::Pd,
+    udata::Udata,
+};
+use crate::{
+    bindings,
+    error::{code::*, from_result, Result},
+};
 
 /// An address handle with the driver's data (`T::AhData`) in ib_core's allocation.
 pub type Ah<T> = Object<T, AhKind>;
@@ -87,5 +95,45 @@ impl AddressVector {
                 Network::Ipv6
             },
         })
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed AH of `size_ib_ah` bytes whose `device` and `pd` are set.
+    pub(crate) unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The AH's PD is live for the call; `init` and its attribute are valid.
+            let (pd, av, sleepable) = unsafe {
+                (
+                    Pd::<T>::from_raw((*ah).pd),
+                    AddressVector::from_raw((*init).ah_attr)?,
+                    (*init).flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+                )
+            };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let data = T::create_ah(pd, &av, sleepable, &mut udata)?;
+            // SAFETY: ib_core's AH allocation, never moved, its data slots uninitialised.
+            unsafe { Ah::<T>::init_in_place(ah, (), data) }?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for an AH whose create op succeeded.
+    pub(crate) unsafe extern "C" fn destroy_ah(
+        ah: *mut bindings::ib_ah,
+        _flags: u32,
+    ) -> crate::ffi::c_int {
+        // SAFETY: ib_core destroys each AH once, after its create op succeeded.
+        unsafe { Ah::<T>::destroy(ah, T::destroy_ah) };
+        0
     }
 }

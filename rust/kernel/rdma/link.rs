@@ -24,7 +24,9 @@ pub trait Link: 'static {
 
     /// Creates a device called `name` on `netdev`.
     ///
-    /// Called without RTNL; `netdev` is held for the duration of the call.
+    /// Called without RTNL; `netdev` is held for the duration of the call. Calls are
+    /// serialised (for every link type of this layer), so a check for an existing device and
+    /// the registration of a new one are atomic with respect to other `rdma link add`s.
     fn newlink(name: &CStr, netdev: &NetDevice) -> Result;
 }
 
@@ -76,7 +78,15 @@ impl<T: Link> Registration<T> {
             let name = unsafe { CStr::from_char_ptr(name) };
             // SAFETY: ib_core holds a reference to `ndev` for the call.
             let netdev = unsafe { NetDevice::from_raw(ndev) };
-            T::newlink(name, netdev)?;
+            // ib_core runs newlink callbacks concurrently; one at a time here, so that a
+            // driver's check that `netdev` has no device yet and its registration of one are
+            // atomic with respect to another `rdma link add` on the same netdev.
+            // SAFETY: Plain mutex operations on a static mutex, paired below.
+            unsafe { bindings::rdma_newlink_lock() };
+            let r = T::newlink(name, netdev);
+            // SAFETY: Taken above.
+            unsafe { bindings::rdma_newlink_unlock() };
+            r?;
             Ok(0)
         })
     }

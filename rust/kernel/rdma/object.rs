@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The shape every ib_core object shares here: the C object first, the driver's data after it
-//! in the same allocation.
+//! The shape every ib_core object shares here: the C object first, then the state this layer
+//! keeps, then the driver's data, all in one allocation.
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::device::{Device, Driver};
-use crate::{bindings, types::Opaque};
+use super::driver::Driver;
+use super::{device::Device, mmap::MmapContext};
+use crate::{bindings, error::Error, error::Result, init::PinInit, sync::Arc, types::Opaque};
+use core::ptr::addr_of_mut;
 
 /// An ib_core object type (`struct ib_pd`, `struct ib_cq`, ...) that names its device.
 ///
@@ -60,76 +62,63 @@ pub(crate) unsafe fn dispatch_object_event(
     }
 }
 
-/// A kind of object: its C type and the driver data `T` keeps in it.
+/// A kind of object: its C type, the state this layer keeps in it and the driver data `T`
+/// keeps in it.
 pub trait Kind {
     /// The ib_core structure.
     type Raw: IbObject;
+    /// What this layer keeps in the object (nothing for most kinds).
+    type Core: Send + Sync;
     /// The driver's data.
     type Data<T: Driver>: Send + Sync;
 }
 
-/// A user context (see [`super::ucontext`]).
-pub enum UContextKind {}
-impl Kind for UContextKind {
-    type Raw = bindings::ib_ucontext;
-    type Data<T: Driver> = T::UContextData;
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident: $raw:ident, $core:ty, $data:ident;)*) => {$(
+        $(#[$doc])*
+        pub enum $kind {}
+        impl Kind for $kind {
+            type Raw = bindings::$raw;
+            type Core = $core;
+            type Data<T: Driver> = T::$data;
+        }
+    )*};
 }
 
-/// A protection domain (see [`super::pd`]).
-pub enum PdKind {}
-impl Kind for PdKind {
-    type Raw = bindings::ib_pd;
-    type Data<T: Driver> = T::PdData;
-}
-
-/// A completion queue (see [`super::cq`]).
-pub enum CqKind {}
-impl Kind for CqKind {
-    type Raw = bindings::ib_cq;
-    type Data<T: Driver> = T::CqData;
-}
-
-/// A memory region (see [`super::mr`]).
-pub enum MrKind {}
-impl Kind for MrKind {
-    type Raw = bindings::ib_mr;
-    type Data<T: Driver> = T::MrData;
-}
-
-/// An address handle (see [`super::ah`]).
-pub enum AhKind {}
-impl Kind for AhKind {
-    type Raw = bindings::ib_ah;
-    type Data<T: Driver> = T::AhData;
-}
-
-/// A queue pair (see [`super::qp`]).
-pub enum QpKind {}
-impl Kind for QpKind {
-    type Raw = bindings::ib_qp;
-    type Data<T: Driver> = T::QpData;
-}
-
-/// A shared receive queue (see [`super::srq`]).
-pub enum SrqKind {}
-impl Kind for SrqKind {
-    type Raw = bindings::ib_srq;
-    type Data<T: Driver> = T::SrqData;
+kinds! {
+    /// A user context (see [`super::ucontext`]): the layer tracks its mmap entries.
+    UContextKind: ib_ucontext, Arc<MmapContext>, UContextData;
+    /// A protection domain (see [`super::pd`]).
+    PdKind: ib_pd, (), PdData;
+    /// A completion queue (see [`super::cq`]).
+    CqKind: ib_cq, (), CqData;
+    /// A memory region (see [`super::mr`]).
+    MrKind: ib_mr, (), MrData;
+    /// An address handle (see [`super::ah`]).
+    AhKind: ib_ah, (), AhData;
+    /// A queue pair (see [`super::qp`]).
+    QpKind: ib_qp, (), QpData;
+    /// A shared receive queue (see [`super::srq`]).
+    SrqKind: ib_srq, (), SrqData;
 }
 
 /// An ib_core object of kind `K` with driver `T`'s data after it.
 ///
 /// ib_core allocates most objects itself (`rdma_zalloc_drv_obj`, sized by the ops table's
-/// `size_ib_*`); this layer writes `data` when the create op succeeds and drops it in the
-/// destroy op.
+/// `size_ib_*`) and never moves them; this layer initialises `core` and `data` in place when
+/// the create op succeeds and drops them in the destroy op. The driver's data is pinned, so it
+/// may hold locks and anything else that must not move. Everything the driver's data owns
+/// (numbers, counts, pinned pages) is released by its `Drop`, so that an object whose creation
+/// fails after the driver's part succeeded releases it too.
 ///
 /// # Invariants
 ///
-/// `ib` is first (ib_core requires it) and `data` is initialised between the create op
-/// returning success and the destroy op.
+/// `ib` is first (ib_core requires it); `core` and `data` are initialised between the create op
+/// returning success and the destroy op, and `data` does not move in that time.
 #[repr(C)]
 pub struct Object<T: Driver, K: Kind> {
     ib: Opaque<K::Raw>,
+    core: K::Core,
     data: K::Data<T>,
 }
 
@@ -142,12 +131,41 @@ impl<T: Driver, K: Kind> Object<T, K> {
         unsafe { &*raw.cast() }
     }
 
-    /// Builds an object this layer allocates itself (MRs).
-    pub(crate) fn new(ib: K::Raw, data: K::Data<T>) -> Self {
-        Object {
-            ib: Opaque::new(ib),
-            data,
+    /// An object this layer allocates itself (MRs): `ib`, then `core` and `data` in place.
+    pub(crate) fn new(
+        ib: K::Raw,
+        core: K::Core,
+        data: impl PinInit<K::Data<T>, Error>,
+    ) -> impl PinInit<Self, Error> {
+        // SAFETY: The closure initialises every field of `slot` or, on failure, leaves nothing
+        // initialised that needs dropping (`ib` is plain C data).
+        unsafe {
+            crate::init::pin_init_from_closure(move |slot: *mut Self| {
+                addr_of_mut!((*slot).ib).write(Opaque::new(ib));
+                Self::init_in_place(slot.cast(), core, data)
+            })
         }
+    }
+
+    /// Initialises `core` and `data` of the object at `raw` (a create op of an object ib_core
+    /// allocated): `data` first, which may fail, then `core`, which cannot.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must head an `Object<T, K>` allocation that never moves, with `core` and `data`
+    /// uninitialised. On success they are initialised; on failure they still are not.
+    pub(crate) unsafe fn init_in_place(
+        raw: *mut K::Raw,
+        core: K::Core,
+        data: impl PinInit<K::Data<T>, Error>,
+    ) -> Result {
+        let this = raw.cast::<Self>();
+        // SAFETY: The slot is inside the allocation, uninitialised and never moved (the
+        // caller's promise); `__pinned_init` leaves it uninitialised if it fails.
+        unsafe { data.__pinned_init(addr_of_mut!((*this).data))? };
+        // SAFETY: As above; writing cannot fail.
+        unsafe { addr_of_mut!((*this).core).write(core) };
+        Ok(())
     }
 
     pub(crate) fn as_raw(&self) -> *mut K::Raw {
@@ -159,6 +177,11 @@ impl<T: Driver, K: Kind> Object<T, K> {
         &self.data
     }
 
+    /// The state this layer keeps in the object.
+    pub(crate) fn core(&self) -> &K::Core {
+        &self.core
+    }
+
     /// The device the object belongs to.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: An object's device outlives it, and only `Device<T>` uses `T`'s ops table.
@@ -166,7 +189,7 @@ impl<T: Driver, K: Kind> Object<T, K> {
     }
 
     /// The destroy op of an object ib_core allocated: runs the driver's `hook` on the live
-    /// object, then drops its data (ib_core frees the memory).
+    /// object, then drops its data and the layer's state (ib_core frees the memory).
     ///
     /// # Safety
     ///
@@ -174,13 +197,12 @@ impl<T: Driver, K: Kind> Object<T, K> {
     pub(crate) unsafe fn destroy(raw: *mut K::Raw, hook: impl FnOnce(&Self)) {
         // SAFETY: The object is alive and initialised until its data is dropped below.
         hook(unsafe { Self::from_raw(raw) });
-        // SAFETY: The create op initialised the data; this is its only drop.
-        unsafe { core::ptr::drop_in_place(Self::data_slot(raw)) };
-    }
-
-    /// Where the data of the object at `raw` goes.
-    pub(crate) fn data_slot(raw: *mut K::Raw) -> *mut K::Data<T> {
-        // SAFETY: Only the address is computed; `raw` heads an `Object<T, K>` allocation.
-        unsafe { core::ptr::addr_of_mut!((*raw.cast::<Self>()).data) }
+        let this = raw.cast::<Self>();
+        // SAFETY: The create op initialised both; this is their only drop, in place (`data`
+        // is pinned).
+        unsafe {
+            core::ptr::drop_in_place(addr_of_mut!((*this).data));
+            core::ptr::drop_in_place(addr_of_mut!((*this).core));
+        }
     }
 }

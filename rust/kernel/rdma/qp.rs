@@ -8,11 +8,19 @@
 use super::{
     ah::AddressVector,
     cq::Cq,
-    device::Driver,
+    driver::{Adapter, Driver},
     object::{dispatch_object_event, Object, QpKind},
+    pd::Pd,
     srq::Srq,
+    ucontext::UContext,
+    udata::Udata,
+    wr::{post_chain, RecvWr, SendWr},
 };
-use crate::{bindings, error::code::*, error::Result};
+use crate::{
+    bindings,
+    error::{code::*, from_result, Result},
+};
+use core::ptr::addr_of;
 
 /// A queue pair with the driver's data (`T::QpData`) in ib_core's allocation.
 pub type Qp<T> = Object<T, QpKind>;
@@ -28,7 +36,7 @@ impl<T: Driver> Qp<T> {
     pub fn send_cq(&self) -> &Cq<T> {
         // SAFETY: ib_core sets `send_cq` before `create_qp` and holds a use count on it until
         // the QP is destroyed, so it outlives `&self`; all objects of a device share its
-        // driver.
+        // driver. It is not null: `create_qp` refuses QPs without both CQs.
         unsafe { Cq::from_raw((*self.as_raw()).send_cq) }
     }
 
@@ -36,6 +44,12 @@ impl<T: Driver> Qp<T> {
     pub fn recv_cq(&self) -> &Cq<T> {
         // SAFETY: As for `send_cq`.
         unsafe { Cq::from_raw((*self.as_raw()).recv_cq) }
+    }
+
+    /// Whether a user process (rather than a kernel ULP) owns the QP.
+    pub fn is_user(&self) -> bool {
+        // SAFETY: `uobject` is set by ib_core before the driver sees the QP and never changes.
+        !unsafe { (*self.as_raw()).uobject }.is_null()
     }
 
     /// The shared receive queue the QP receives from, if it has one.
@@ -286,46 +300,58 @@ pub struct QpAttr {
 }
 
 impl QpAttr {
-    /// Reads the attributes of a `modify_qp` call; the address vector only if `AV` is in
-    /// `mask` (and then it must be a valid RoCE vector).
+    /// Reads the attributes of a `modify_qp` call: only those `mask` names, since kernel
+    /// callers (rdma_cm among them) need not initialise the others, which read as 0. The
+    /// address vector must be a valid RoCE vector.
     ///
     /// # Safety
     ///
-    /// `a` must be valid for the call.
-    pub(crate) unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Result<Self> {
+    /// `a` must be valid for reads of the fields `mask` names, for the call.
+    pub(crate) unsafe fn from_raw(a: *const bindings::ib_qp_attr, mask: u32) -> Result<Self> {
+        macro_rules! masked {
+            ($bit:expr, $field:ident) => {
+                if mask & $bit != 0 {
+                    // SAFETY: Named by the mask, so initialised (the caller's promise); read
+                    // through a raw place, never a reference to the partly initialised struct.
+                    unsafe { (*a).$field }
+                } else {
+                    Default::default()
+                }
+            };
+        }
         let av = if mask & mask::AV != 0 {
-            // SAFETY: `ah_attr` is part of the valid attribute.
-            Some(unsafe { AddressVector::from_raw(&a.ah_attr) }?)
+            // SAFETY: `ah_attr` is named by the mask.
+            Some(unsafe { AddressVector::from_raw(addr_of!((*a).ah_attr)) }?)
         } else {
             None
         };
         Ok(QpAttr {
             qp_state: if mask & mask::STATE != 0 {
-                QpState::from_raw(a.qp_state)?
+                QpState::from_raw(masked!(mask::STATE, qp_state))?
             } else {
                 QpState::Reset
             },
             cur_qp_state: if mask & mask::CUR_STATE != 0 {
-                QpState::from_raw(a.cur_qp_state)?
+                QpState::from_raw(masked!(mask::CUR_STATE, cur_qp_state))?
             } else {
                 QpState::Reset
             },
-            path_mtu: a.path_mtu,
-            qkey: a.qkey,
-            rq_psn: a.rq_psn,
-            sq_psn: a.sq_psn,
-            dest_qp_num: a.dest_qp_num,
-            qp_access_flags: a.qp_access_flags as u32,
+            path_mtu: masked!(mask::PATH_MTU, path_mtu),
+            qkey: masked!(mask::QKEY, qkey),
+            rq_psn: masked!(mask::RQ_PSN, rq_psn),
+            sq_psn: masked!(mask::SQ_PSN, sq_psn),
+            dest_qp_num: masked!(mask::DEST_QPN, dest_qp_num),
+            qp_access_flags: masked!(mask::ACCESS_FLAGS, qp_access_flags) as u32,
             av,
-            pkey_index: a.pkey_index,
-            en_sqd_async_notify: a.en_sqd_async_notify,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            min_rnr_timer: a.min_rnr_timer,
-            port_num: a.port_num,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
+            pkey_index: masked!(mask::PKEY_INDEX, pkey_index),
+            en_sqd_async_notify: masked!(mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify),
+            max_rd_atomic: masked!(mask::MAX_QP_RD_ATOMIC, max_rd_atomic),
+            max_dest_rd_atomic: masked!(mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic),
+            min_rnr_timer: masked!(mask::MIN_RNR_TIMER, min_rnr_timer),
+            port_num: masked!(mask::PORT, port_num),
+            timeout: masked!(mask::TIMEOUT, timeout),
+            retry_cnt: masked!(mask::RETRY_CNT, retry_cnt),
+            rnr_retry: masked!(mask::RNR_RETRY, rnr_retry),
             cap: QpCap::default(),
         })
     }
@@ -368,5 +394,155 @@ impl QpAttr {
             a.ah_attr.grh.traffic_class = av.traffic_class;
             a.ah_attr.__bindgen_anon_1.roce.dmac = av.dmac;
         }
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// Called by ib_core with a zeroed QP of `size_ib_qp` bytes whose `device`, `pd` and CQs are
+    /// set, a valid `init` and a valid or null `udata`.
+    pub(crate) unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // ib_core lets kernel users create QPs without a send or a receive CQ; the QPs of
+            // this layer always complete to both (`Qp::send_cq`, `Qp::recv_cq`).
+            // SAFETY: ib_core set both before the op.
+            if unsafe { (*qp).send_cq.is_null() || (*qp).recv_cq.is_null() } {
+                return Err(EINVAL);
+            }
+            // SAFETY: See above.
+            let (pd, raw_init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            let mut attr = QpInitAttr::from_raw(raw_init)?;
+            // SAFETY: See above.
+            let uctx = unsafe { UContext::<T>::of_udata(udata) };
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            let (data, qpn) = T::create_qp(pd, &mut attr, uctx, &mut udata)?;
+            // SAFETY: ib_core's QP allocation, never moved, its data slots uninitialised.
+            unsafe { Qp::<T>::init_in_place(qp, (), data) }?;
+            attr.write_cap(raw_init);
+            // SAFETY: The QP is ours during the op.
+            unsafe { (*qp).qp_num = qpn };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP with an attribute whose fields named by `mask` are
+    /// valid.
+    pub(crate) unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            let mask = mask as u32;
+            // SAFETY: The fields the mask names are valid for the call.
+            let a = unsafe { QpAttr::from_raw(attr, mask) }?;
+            // SAFETY: `udata` is valid or null for the call.
+            let mut udata = unsafe { Udata::from_raw(udata) };
+            // SAFETY: The QP is alive for the call.
+            T::modify_qp(unsafe { Qp::<T>::from_raw(qp) }, &a, mask, &mut udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP with output structures valid for writes (uverbs
+    /// allocates them without zeroing).
+    pub(crate) unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: crate::ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The QP is alive for the call.
+            let (a, i) = T::query_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+            // SAFETY: Valid for writes for the call. Every byte is zeroed first: uverbs copies
+            // fields no driver writes (the alternate path, the address vector of a QP that has
+            // none yet) to user space, and would leak stale kernel memory otherwise.
+            unsafe {
+                core::ptr::write_bytes(attr, 0, 1);
+                core::ptr::write_bytes(init, 0, 1);
+                a.write_to(&mut *attr);
+                i.write_cap(&mut *init);
+                (*init).sq_sig_type = if i.sq_sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core once for a QP whose `create_qp` succeeded.
+    pub(crate) unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded.
+        unsafe { Qp::<T>::destroy(qp, T::destroy_qp) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP; `wr` is null for a user QP's doorbell.
+    pub(crate) unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The QP is alive for the call.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: `qp_type` is set before `create_qp` and never changes.
+        let ud = matches!(
+            unsafe { (*qp).qp_type },
+            bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
+        );
+        let post = |w: &bindings::ib_send_wr| {
+            if !T::HAS_POST_SEND {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A kernel user's valid work request for this QP, alive for the call
+            // (`post_chain` refuses users' chains).
+            unsafe { SendWr::<T>::from_raw(w, ud) }.and_then(|w| T::post_send(q, &w))
+        };
+        // SAFETY: ib_core passes a null or valid chain and a valid `bad_wr`. The queued
+        // requests (or, for a user QP's doorbell, the ring's) take effect in the doorbell.
+        unsafe { post_chain(q.is_user(), wr, bad_wr, post, || T::ring_sq_doorbell(q)) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP; `wr` is null for a user QP's doorbell.
+    pub(crate) unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The QP is alive for the call.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let post = |w: &bindings::ib_recv_wr| {
+            if !T::HAS_POST_RECV {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A kernel user's valid work request, alive for the call (`post_chain`
+            // refuses users' chains).
+            unsafe { RecvWr::from_raw(w) }.and_then(|w| T::post_recv(q, &w))
+        };
+        // SAFETY: ib_core passes a null or valid chain and a valid `bad_wr`.
+        unsafe { post_chain(q.is_user(), wr, bad_wr, post, || T::ring_rq_doorbell(q)) }
     }
 }

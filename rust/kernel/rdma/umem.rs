@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
-use super::device::{Device, Driver};
+use super::{device::Device, driver::Driver};
 use crate::{
     alloc::{flags::GFP_KERNEL, KVVec},
     bindings,

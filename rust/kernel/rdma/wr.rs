@@ -9,7 +9,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{ah::Ah, device::Driver, mr::Mr, qp::Qp};
+use super::{ah::Ah, driver::Driver, mr::Mr, qp::Qp};
 use crate::{bindings, error::code::*, error::Result};
 
 /// A scatter/gather element (`struct ib_sge`): for a software device, `addr` is a kernel
@@ -261,7 +261,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
             }
             // SAFETY: ib_core's contract with kernel users of a virtual-DMA device: an inline
             // SGE's address is the kernel virtual address of `length` readable bytes, valid
-            // until the post returns.
+            // until the post returns. Only kernel users' requests become `SendWr`s: the layer
+            // refuses chains posted to users' QPs (`post_chain`).
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     sge.addr as usize as *const u8,
@@ -272,6 +273,73 @@ impl<'a, T: Driver> SendWr<'a, T> {
             at = end;
         }
         Ok(at)
+    }
+}
+
+/// A work request of an ib_core chain (`struct ib_send_wr`, `struct ib_recv_wr`).
+pub(crate) trait Chained {
+    fn next(&self) -> *const Self;
+}
+
+impl Chained for bindings::ib_send_wr {
+    fn next(&self) -> *const Self {
+        self.next
+    }
+}
+
+impl Chained for bindings::ib_recv_wr {
+    fn next(&self) -> *const Self {
+        self.next
+    }
+}
+
+/// Queues a kernel user's chain of work requests with `post`, in order, then runs `doorbell`
+/// (if anything was queued): on a failure `bad_wr` names the first request not queued. A null
+/// chain is a user queue's doorbell.
+///
+/// A chain for a user's queue (`user`) is refused (`EINVAL`, nothing posted): uverbs builds
+/// such chains from its `POST_SEND`/`POST_RECV`/`POST_SRQ_RECV` commands out of values the
+/// process chose, with user addresses where a kernel user's requests hold kernel addresses, and
+/// users post through the rings they share with the driver instead. Refusing them here keeps
+/// every driver from having to.
+///
+/// # Safety
+///
+/// `wr` must be null or the head of a chain of valid requests, and `bad_wr` valid for writes,
+/// for the call.
+pub(crate) unsafe fn post_chain<W: Chained>(
+    user: bool,
+    wr: *const W,
+    bad_wr: *mut *const W,
+    mut post: impl FnMut(&W) -> Result,
+    doorbell: impl FnOnce() -> Result,
+) -> crate::ffi::c_int {
+    if user && !wr.is_null() {
+        // SAFETY: Valid for writes (the caller's promise).
+        unsafe { *bad_wr = wr };
+        return EINVAL.to_errno();
+    }
+    let mut next = wr;
+    let mut ret = Ok(());
+    while !next.is_null() {
+        // SAFETY: A member of the valid chain (the caller's promise).
+        let w = unsafe { &*next };
+        if let Err(e) = post(w) {
+            ret = Err(e);
+            break;
+        }
+        next = w.next();
+    }
+    if let Err(e) = ret {
+        // SAFETY: Valid for writes (the caller's promise).
+        unsafe { *bad_wr = next };
+        if next == wr {
+            return e.to_errno();
+        }
+    }
+    match (ret, doorbell()) {
+        (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
+        (Ok(()), Ok(())) => 0,
     }
 }
 

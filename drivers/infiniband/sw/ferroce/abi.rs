@@ -325,9 +325,10 @@ pub(crate) fn sge_bytes(addr: u64, length: u32, lkey: u32) -> [u8; SGE_SIZE] {
     b
 }
 
-/// Whether a CQ armed with `notify` (`FERROCE_CQ_NOTIFY_*`) signals a completion.
+/// Whether a CQ armed with `notify` (`FERROCE_CQ_NOTIFY_*` bits, ORed in by each arming, so
+/// NEXT wins over SOLICITED) signals a completion. Other bits mean nothing.
 pub(crate) fn notify_fires(notify: u32, solicited: bool) -> bool {
-    notify == CQ_NOTIFY_NEXT || (notify == CQ_NOTIFY_SOLICITED && solicited)
+    notify & CQ_NOTIFY_NEXT != 0 || (notify & CQ_NOTIFY_SOLICITED != 0 && solicited)
 }
 
 /// The bytes a queue of `num_entries` entries of `entry_size` bytes maps, if representable.
@@ -388,6 +389,29 @@ pub(crate) fn create_srq_resp(mi: &MmapInfo, wqe_size: u32) -> [u8; 24] {
     b[0..16].copy_from_slice(&mi.to_bytes());
     b[16..20].copy_from_slice(&wqe_size.to_ne_bytes());
     b
+}
+
+/// `sizeof(struct ferroce_alloc_ucontext_cmd)`, and of its response.
+pub(crate) const ALLOC_UCONTEXT_CMD_SIZE: usize = 8;
+
+/// The `FERROCE_UCTX_*` features this driver knows and can enable: none yet.
+pub(crate) const UCTX_FEATURES: u64 = 0;
+
+/// The features a user context has: those its provider asked for that the driver knows
+/// (`struct ferroce_alloc_ucontext_cmd` and `_resp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ContextFeatures(pub(crate) u64);
+
+impl ContextFeatures {
+    /// The features granted for `cmd`, the provider's command (`None`: it sent none).
+    pub(crate) fn granted(cmd: Option<&[u8; ALLOC_UCONTEXT_CMD_SIZE]>) -> Self {
+        ContextFeatures(cmd.map_or(0, |b| u64::from_ne_bytes(*b)) & UCTX_FEATURES)
+    }
+
+    /// `struct ferroce_alloc_ucontext_resp`.
+    pub(crate) fn resp(self) -> [u8; ALLOC_UCONTEXT_CMD_SIZE] {
+        self.0.to_ne_bytes()
+    }
 }
 
 /// `sizeof(struct ferroce_modify_srq_cmd)`.

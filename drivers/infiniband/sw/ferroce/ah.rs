@@ -4,11 +4,13 @@
 //! requests will name it by.
 
 use kernel::{
+    alloc::KVVec,
     prelude::*,
-    rdma::{AddressVector, Ah, Pd, Udata},
+    rdma::{AddressVector, Pd, Udata},
+    sync::SpinLock,
 };
 
-use crate::{abi, device::Ferroce, limits};
+use crate::{abi, device::Ferroce, keys::KeyTable, limits, numbers::Number};
 
 /// Per-AH state.
 pub(crate) struct AhData {
@@ -16,7 +18,7 @@ pub(crate) struct AhData {
     #[expect(dead_code, reason = "read by the data path")]
     pub(crate) av: AddressVector,
     /// The AH number, from the device's AH table.
-    pub(crate) num: u32,
+    pub(crate) num: Number<SpinLock<KeyTable<KVVec<u16>>>>,
 }
 
 pub(crate) fn create(
@@ -29,24 +31,10 @@ pub(crate) fn create(
     if av.port_num != 1 || u32::from(av.sgid_index) >= limits::GID_TBL_LEN || av.sl > 7 {
         return Err(EINVAL);
     }
-    // A spinlock: kernel users may create AHs in atomic context.
-    let num = pd
-        .device()
-        .data()
-        .ah_nums
-        .lock()
-        .alloc()
-        .map_err(|_| ENOMEM)?;
-    let data = AhData { av: *av, num };
+    // A spinlock table: kernel users may create AHs in atomic context.
+    let num = Number::take(&pd.device().data().ah_nums)?;
     if udata.is_user() {
-        if let Err(e) = udata.write(&abi::create_ah_resp(num)) {
-            pd.device().data().ah_nums.lock().free(num);
-            return Err(e);
-        }
+        udata.write(&abi::create_ah_resp(num.get()))?;
     }
-    Ok(data)
-}
-
-pub(crate) fn destroy(ah: &Ah<Ferroce>) {
-    ah.device().data().ah_nums.lock().free(ah.data().num);
+    Ok(AhData { av: *av, num })
 }

@@ -4,23 +4,29 @@
 //! and arms it without system calls (`include/uapi/rdma/ferroce-abi.h`).
 
 use kernel::{
-    new_irq_spinlock,
+    new_spinlock_irq,
     prelude::*,
-    rdma::{Cq, CqInitAttr, Device, IrqSpinLock, QpToken, UContext, Udata, Wc},
+    rdma::{Cq, CqInitAttr, Device, QpToken, UContext, Udata, Wc},
+    sync::{barrier::smp_mb, SpinLockIrq},
 };
 
 use crate::{
     abi,
     device::Ferroce,
     limits,
+    numbers::Counted,
     queue::{KernelSide, SharedQueue},
 };
 
 /// Per-CQ state.
+#[pin_data]
 pub(crate) struct CqData {
     /// Taken in any context: kernel users poll and arm from softirq, completions are written
     /// from process context now and from packet processing later.
-    ring: Pin<KBox<IrqSpinLock<CqRing>>>,
+    #[pin]
+    ring: SpinLockIrq<CqRing>,
+    /// The CQ's place in the device's count.
+    _counted: Counted,
 }
 
 /// The ring and the kernel's private copy of the index it produces.
@@ -49,8 +55,7 @@ impl CqRing {
             return Ok(Pushed::Dropped);
         }
         if self.pending()? >= self.queue.num_entries {
-            let flags = buf.load_acquire(abi::CTRL_FLAGS)?;
-            buf.store_release(abi::CTRL_FLAGS, flags | abi::QUEUE_OVERFLOW)?;
+            buf.fetch_or(abi::CTRL_FLAGS, abi::QUEUE_OVERFLOW)?;
             return Ok(Pushed::Overrun);
         }
         let slot = (self.producer & (self.queue.num_entries - 1)) as usize;
@@ -62,6 +67,11 @@ impl CqRing {
         buf.write(abi::QUEUE_ENTRIES + slot * abi::CQE_SIZE, &entry.to_bytes())?;
         self.producer = self.producer.wrapping_add(1);
         buf.store_release(abi::CTRL_PRODUCER, self.producer)?;
+        // The consumer arms (stores `notify`) and then polls (loads `producer`); we publish
+        // (store `producer`) and then load `notify`. A full barrier on both sides means at
+        // least one of us sees the other's store: either it polls this completion, or we see
+        // it armed and signal. (Release/acquire alone would let both miss.)
+        smp_mb();
         // Disarm with an exchange, so that a re-arm racing with us is never lost: it either
         // lands before (and fires now) or after (and waits for the next completion).
         if abi::notify_fires(buf.load_acquire(abi::CTRL_NOTIFY)?, cqe.solicited)
@@ -142,7 +152,7 @@ pub(crate) fn create(
     attr: &CqInitAttr,
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
-) -> Result<(CqData, u32)> {
+) -> Result<(impl PinInit<CqData, Error>, u32)> {
     if attr.flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -155,14 +165,12 @@ pub(crate) fn create(
     if uctx.is_some() {
         udata.write(&ring.queue.mmap_info()?.to_bytes())?;
     }
-    let ring = KBox::pin_init(new_irq_spinlock!(ring, "ferroce:cq"), GFP_KERNEL)?;
-    // Counted last: nothing after this can fail, so the count never needs undoing here.
-    dev.data().cqs.take(limits::MAX_CQ)?;
-    Ok((CqData { ring }, num_entries))
-}
-
-pub(crate) fn destroy(cq: &Cq<Ferroce>) {
-    cq.device().data().cqs.put();
+    let counted = Counted::take(&dev.data().cqs, limits::MAX_CQ)?;
+    let data = try_pin_init!(CqData {
+        ring <- new_spinlock_irq!(ring, "ferroce:cq"),
+        _counted: counted,
+    });
+    Ok((data, num_entries))
 }
 
 /// Moves the CQ to a new ring of at least `cqe` entries, carrying over the completions user
@@ -274,6 +282,7 @@ pub(crate) fn arm(cq: &Cq<Ferroce>, solicited_only: bool, report_missed: bool) -
     } else {
         abi::CQ_NOTIFY_NEXT
     };
-    ring.queue.buf.store_release(abi::CTRL_NOTIFY, how)?;
+    // ORed in, as the provider arms: a pending NEXT is not weakened to SOLICITED.
+    ring.queue.buf.fetch_or(abi::CTRL_NOTIFY, how)?;
     Ok(report_missed && ring.pending()? > 0)
 }

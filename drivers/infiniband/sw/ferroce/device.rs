@@ -10,21 +10,17 @@ use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     rdma::{
-        self, device_cap, link, AddressVector, Ah, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
+        self, device_cap, link, AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
         DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent,
         PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
         Udata, Wc,
     },
     str::CStr,
-    sync::{Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLock},
 };
 
 use crate::{
-    ah,
-    count::{LimitReached, ObjectCount},
-    cq, guid,
-    keys::KeyTable,
-    limits, mr, qp, srq,
+    abi, ah, count::ObjectCount, cq, guid, keys::KeyTable, limits, mr, numbers::Counted, qp, srq,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -41,26 +37,22 @@ pub(crate) struct Ferroce;
 pub(crate) struct DeviceData {
     /// The port state last reported to ib_core (events are sent on changes only).
     port_active: AtomicBool,
+    // What objects take from the device, shared with the values that give it back when the
+    // objects are dropped (numbers.rs).
     /// Protection domains in existence.
-    pub(crate) pds: ObjectCount,
+    pub(crate) pds: Arc<ObjectCount>,
     /// Completion queues in existence.
-    pub(crate) cqs: ObjectCount,
+    pub(crate) cqs: Arc<ObjectCount>,
     /// Shared receive queues in existence.
-    pub(crate) srqs: ObjectCount,
+    pub(crate) srqs: Arc<ObjectCount>,
     /// The memory keys of the device's MRs (their number is bounded by the table).
-    pub(crate) mr_keys: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
+    pub(crate) mr_keys: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// Whether QP1 (ib_core's general services QP) exists.
-    pub(crate) gsi_qp: AtomicBool,
+    pub(crate) gsi_qp: Arc<AtomicBool>,
     /// The numbers of the device's QPs (bounded by the table: max_qp).
-    pub(crate) qpns: Pin<KBox<Mutex<KeyTable<KVVec<u16>>>>>,
+    pub(crate) qpns: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// The numbers of the device's AHs (bounded by the table as well).
-    pub(crate) ah_nums: Pin<KBox<SpinLock<KeyTable<KVVec<u16>>>>>,
-}
-
-impl From<LimitReached> for Error {
-    fn from(_: LimitReached) -> Error {
-        ENOMEM
-    }
+    pub(crate) ah_nums: Arc<SpinLock<KeyTable<KVVec<u16>>>>,
 }
 
 impl DeviceData {
@@ -76,6 +68,24 @@ impl DeviceData {
             };
             dev.dispatch_port_event(PORT, event);
         }
+    }
+}
+
+impl abi::ContextFeatures {
+    /// The features of a new user context: those its provider asks for
+    /// (`struct ferroce_alloc_ucontext_cmd`, absent from older providers) that the driver
+    /// knows, which the response reports back.
+    fn negotiate(udata: &mut Udata<'_>) -> Result<Self> {
+        let features = if udata.in_len() >= abi::ALLOC_UCONTEXT_CMD_SIZE {
+            let mut cmd = [0u8; abi::ALLOC_UCONTEXT_CMD_SIZE];
+            udata.read(&mut cmd)?;
+            Self::granted(Some(&cmd))
+        } else {
+            udata.require_no_input()?;
+            Self::granted(None)
+        };
+        udata.write(&features.resp())?;
+        Ok(features)
     }
 }
 
@@ -101,8 +111,8 @@ fn check_port(port: u32) -> Result {
 #[vtable]
 impl rdma::Driver for Ferroce {
     type Data = DeviceData;
-    type UContextData = ();
-    type PdData = ();
+    type UContextData = abi::ContextFeatures;
+    type PdData = Counted;
     type CqData = cq::CqData;
     type MrData = mr::MrData;
     type AhData = ah::AhData;
@@ -196,13 +206,9 @@ impl rdma::Driver for Ferroce {
         Ok(limits::DEFAULT_PKEY)
     }
 
-    fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
+    fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<impl PinInit<Counted, Error>> {
         udata.require_no_input()?;
-        Ok(dev.data().pds.take(limits::MAX_PD)?)
-    }
-
-    fn dealloc_pd(pd: &Pd<Self>) {
-        pd.device().data().pds.put();
+        Counted::take(&dev.data().pds, limits::MAX_PD)
     }
 
     fn create_qp(
@@ -210,7 +216,7 @@ impl rdma::Driver for Ferroce {
         init: &mut QpInitAttr,
         uctx: Option<&UContext<Self>>,
         udata: &mut Udata<'_>,
-    ) -> Result<(qp::QpData, u32)> {
+    ) -> Result<(impl PinInit<qp::QpData, Error>, u32)> {
         qp::create(pd, init, uctx, udata)
     }
 
@@ -220,10 +226,6 @@ impl rdma::Driver for Ferroce {
 
     fn query_qp(q: &Qp<Self>) -> Result<(QpAttr, QpInitAttr)> {
         qp::query(q)
-    }
-
-    fn destroy_qp(q: &Qp<Self>) {
-        qp::destroy(q)
     }
 
     fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
@@ -254,11 +256,17 @@ impl rdma::Driver for Ferroce {
         cq::arm(c, solicited_only, report_missed)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(mr::MrData, u32, u32)> {
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: u32,
+    ) -> Result<(impl PinInit<mr::MrData, Error>, u32, u32)> {
         mr::get_dma(pd, access)
     }
 
-    fn alloc_mr(pd: &Pd<Self>, max_pages: u32) -> Result<(mr::MrData, u32, u32)> {
+    fn alloc_mr(
+        pd: &Pd<Self>,
+        max_pages: u32,
+    ) -> Result<(impl PinInit<mr::MrData, Error>, u32, u32)> {
         mr::alloc_fast(pd, max_pages)
     }
 
@@ -275,7 +283,7 @@ impl rdma::Driver for Ferroce {
         attr: &mut SrqAttr,
         uctx: Option<&UContext<Self>>,
         udata: &mut Udata<'_>,
-    ) -> Result<srq::SrqData> {
+    ) -> Result<impl PinInit<srq::SrqData, Error>> {
         srq::create(pd, attr, uctx, udata)
     }
 
@@ -293,21 +301,13 @@ impl rdma::Driver for Ferroce {
         srq::query(s)
     }
 
-    fn destroy_srq(s: &Srq<Self>) {
-        srq::destroy(s)
-    }
-
     fn create_ah(
         pd: &Pd<Self>,
         av: &AddressVector,
         sleepable: bool,
         udata: &mut Udata<'_>,
-    ) -> Result<ah::AhData> {
+    ) -> Result<impl PinInit<ah::AhData, Error>> {
         ah::create(pd, av, sleepable, udata)
-    }
-
-    fn destroy_ah(a: &Ah<Self>) {
-        ah::destroy(a)
     }
 
     fn reg_user_mr(
@@ -317,7 +317,7 @@ impl rdma::Driver for Ferroce {
         iova: u64,
         access: u32,
         udata: &mut Udata<'_>,
-    ) -> Result<(mr::MrData, u32, u32)> {
+    ) -> Result<(impl PinInit<mr::MrData, Error>, u32, u32)> {
         mr::reg_user(pd, start, length, iova, access, udata)
     }
 
@@ -326,12 +326,8 @@ impl rdma::Driver for Ferroce {
         change: &MrChange,
         pd: &Pd<Self>,
         udata: &mut Udata<'_>,
-    ) -> Result<(mr::MrData, u32, u32)> {
+    ) -> Result<(impl PinInit<mr::MrData, Error>, u32, u32)> {
         mr::rereg_user(old, change, pd, udata)
-    }
-
-    fn dereg_mr(mr: &Mr<Self>) {
-        mr::dereg(mr)
     }
 
     fn create_cq(
@@ -339,12 +335,8 @@ impl rdma::Driver for Ferroce {
         attr: &CqInitAttr,
         uctx: Option<&UContext<Self>>,
         udata: &mut Udata<'_>,
-    ) -> Result<(cq::CqData, u32)> {
+    ) -> Result<(impl PinInit<cq::CqData, Error>, u32)> {
         cq::create(dev, attr, uctx, udata)
-    }
-
-    fn destroy_cq(cq: &Cq<Self>) {
-        cq::destroy(cq)
     }
 
     fn resize_cq(
@@ -356,8 +348,11 @@ impl rdma::Driver for Ferroce {
         cq::resize(cq, cqe, uctx, udata)
     }
 
-    fn alloc_ucontext(_dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<()> {
-        udata.require_no_input()
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        udata: &mut Udata<'_>,
+    ) -> Result<impl PinInit<abi::ContextFeatures, Error>> {
+        abi::ContextFeatures::negotiate(udata)
     }
 }
 
@@ -389,19 +384,19 @@ impl link::Link for Ferroce {
         let qp_slots = KVVec::from_elem(0u16, limits::MAX_QP as usize + 1, GFP_KERNEL)?;
         let data = DeviceData {
             port_active: AtomicBool::new(false),
-            pds: ObjectCount::new(),
-            cqs: ObjectCount::new(),
-            srqs: ObjectCount::new(),
-            gsi_qp: AtomicBool::new(false),
-            mr_keys: KBox::pin_init(
+            pds: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
+            cqs: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
+            srqs: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
+            gsi_qp: Arc::new(AtomicBool::new(false), GFP_KERNEL)?,
+            mr_keys: Arc::pin_init(
                 new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
                 GFP_KERNEL,
             )?,
-            qpns: KBox::pin_init(
+            qpns: Arc::pin_init(
                 new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"),
                 GFP_KERNEL,
             )?,
-            ah_nums: KBox::pin_init(
+            ah_nums: Arc::pin_init(
                 new_spinlock!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
                 GFP_KERNEL,
             )?,

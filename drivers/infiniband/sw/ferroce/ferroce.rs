@@ -23,6 +23,7 @@ mod keys;
 mod limits;
 mod mr;
 mod netevent;
+mod numbers;
 mod qp;
 mod queue;
 mod srq;

@@ -19,8 +19,9 @@ pub(crate) const MAX_INLINE_DATA: u32 = 512;
 pub(crate) const MAX_CQ: u32 = 16384;
 /// Completion vectors (completion events are signalled from one context).
 pub(crate) const NUM_COMP_VECTORS: u32 = 1;
-/// Entries per completion queue (requests round up to a power of two, 65536 at most).
-pub(crate) const MAX_CQE: u32 = 65535;
+/// Entries per completion queue. Requests round up to a power of two (the ring's size), so the
+/// maximum is one too: a CQ never holds more than the `max_cqe` advertised.
+pub(crate) const MAX_CQE: u32 = 1 << 16;
 /// Memory regions per device (the 24-bit index part of an lkey/rkey).
 pub(crate) const MAX_MR: u32 = 65536;
 /// Largest memory region: 1 TiB.

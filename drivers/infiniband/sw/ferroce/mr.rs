@@ -4,12 +4,14 @@
 //! fast-registration MRs, each named by an lkey/rkey from the device's key table (`keys.rs`).
 
 use kernel::{
-    new_irq_spinlock,
+    alloc::KVVec,
+    new_spinlock_irq,
     prelude::*,
-    rdma::{access, rereg, IrqSpinLock, Mr, MrChange, Pd, Udata, Umem},
+    rdma::{access, rereg, Mr, MrChange, Pd, Udata, Umem},
+    sync::{Mutex, SpinLockIrq},
 };
 
-use crate::{device::Ferroce, limits};
+use crate::{device::Ferroce, keys::KeyTable, limits, numbers::Number};
 
 /// What an MR's addresses refer to.
 pub(crate) enum Memory {
@@ -24,11 +26,8 @@ pub(crate) enum Memory {
     },
     /// All of kernel memory, by kernel virtual address (`get_dma_mr`).
     Dma,
-    /// A fast-registration MR: the pages `map_mr_sg` listed.
-    /// (`map_mr_sg` may run where sleeping is not allowed.)
-    Fast {
-        pages: Pin<KBox<IrqSpinLock<PageList>>>,
-    },
+    /// A fast-registration MR: the pages `map_mr_sg` listed (`MrData::pages`).
+    Fast,
 }
 
 /// The pages of a fast-registration MR: `len` of `addrs` are in use (the list is allocated
@@ -39,11 +38,38 @@ pub(crate) struct PageList {
 }
 
 /// Per-MR state.
+#[pin_data]
 pub(crate) struct MrData {
     pub(crate) memory: Memory,
+    /// The page list of a fast-registration MR (empty for the others); a spinlock, as
+    /// `map_mr_sg` may run where sleeping is not allowed.
+    #[pin]
+    pages: SpinLockIrq<PageList>,
     pub(crate) iova: u64,
     pub(crate) access: u32,
-    pub(crate) key: u32,
+    /// The MR's key (lkey and rkey), held while the MR exists.
+    pub(crate) key: Number<Mutex<KeyTable<KVVec<u16>>>>,
+}
+
+impl MrData {
+    /// An MR over `memory` with the key `key`, as the layer expects it back.
+    fn new(
+        memory: Memory,
+        pages: PageList,
+        iova: u64,
+        access: u32,
+        key: Number<Mutex<KeyTable<KVVec<u16>>>>,
+    ) -> (impl PinInit<Self, Error>, u32, u32) {
+        let k = key.get();
+        let data = try_pin_init!(MrData {
+            memory,
+            pages <- new_spinlock_irq!(pages, "ferroce:mr_pages"),
+            iova,
+            access,
+            key,
+        });
+        (data, k, k)
+    }
 }
 
 /// The access flags ferroce honours; optional ones (relaxed ordering) may be asked for and are
@@ -55,13 +81,18 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
     | access::OPTIONAL;
 
 /// A new key for an MR of `pd`'s device.
-fn new_key(pd: &Pd<Ferroce>) -> Result<u32> {
-    pd.device()
-        .data()
-        .mr_keys
-        .lock()
-        .alloc()
-        .map_err(|_| ENOMEM)
+fn new_key(pd: &Pd<Ferroce>) -> Result<Number<Mutex<KeyTable<KVVec<u16>>>>> {
+    Number::take(&pd.device().data().mr_keys)
+}
+
+impl PageList {
+    /// The list of an MR that has none.
+    fn none() -> Self {
+        PageList {
+            addrs: KVec::new(),
+            len: 0,
+        }
+    }
 }
 
 pub(crate) fn reg_user(
@@ -71,7 +102,7 @@ pub(crate) fn reg_user(
     iova: u64,
     access: u32,
     udata: &mut Udata<'_>,
-) -> Result<(MrData, u32, u32)> {
+) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     udata.require_no_input()?;
     if access & !SUPPORTED != 0 {
         // Memory windows, zero-based, huge-page and flush access: not supported.
@@ -81,25 +112,18 @@ pub(crate) fn reg_user(
         return Err(EINVAL);
     }
     let umem = Umem::get(pd.device(), start, length, access)?;
-    let key = new_key(pd)?;
-    Ok((
-        MrData {
-            memory: Memory::User {
-                umem,
-                start,
-                length,
-            },
-            iova,
-            access,
-            key,
-        },
-        key,
-        key,
+    let memory = Memory::User {
+        umem,
+        start,
+        length,
+    };
+    Ok(MrData::new(
+        memory,
+        PageList::none(),
+        iova,
+        access,
+        new_key(pd)?,
     ))
-}
-
-pub(crate) fn dereg(mr: &Mr<Ferroce>) {
-    mr.device().data().mr_keys.lock().free(mr.data().key);
 }
 
 /// Re-registration: a new MR with the old one's memory, access or PD replaced as `change`
@@ -111,7 +135,7 @@ pub(crate) fn rereg_user(
     change: &MrChange,
     pd: &Pd<Ferroce>,
     udata: &mut Udata<'_>,
-) -> Result<(MrData, u32, u32)> {
+) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     let old = mr.data();
     let Memory::User { start, length, .. } = old.memory else {
         return Err(EINVAL);
@@ -131,23 +155,28 @@ pub(crate) fn rereg_user(
 
 /// The MR `ib_alloc_pd` makes for a kernel PD: kernel virtual addresses, as ib_core's virtual
 /// DMA maps them.
-pub(crate) fn get_dma(pd: &Pd<Ferroce>, access: u32) -> Result<(MrData, u32, u32)> {
+pub(crate) fn get_dma(
+    pd: &Pd<Ferroce>,
+    access: u32,
+) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     if access & !SUPPORTED != 0 {
         return Err(EOPNOTSUPP);
     }
-    let key = new_key(pd)?;
-    let data = MrData {
-        memory: Memory::Dma,
-        iova: 0,
+    Ok(MrData::new(
+        Memory::Dma,
+        PageList::none(),
+        0,
         access,
-        key,
-    };
-    Ok((data, key, key))
+        new_key(pd)?,
+    ))
 }
 
 /// A fast-registration MR of up to `max_pages` pages; unusable until a REG_MR work request
 /// registers what `map_mr_sg` mapped.
-pub(crate) fn alloc_fast(pd: &Pd<Ferroce>, max_pages: u32) -> Result<(MrData, u32, u32)> {
+pub(crate) fn alloc_fast(
+    pd: &Pd<Ferroce>,
+    max_pages: u32,
+) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
         return Err(EINVAL);
     }
@@ -155,22 +184,14 @@ pub(crate) fn alloc_fast(pd: &Pd<Ferroce>, max_pages: u32) -> Result<(MrData, u3
         addrs: KVec::from_elem(0u64, max_pages as usize, GFP_KERNEL)?,
         len: 0,
     };
-    let pages = KBox::pin_init(new_irq_spinlock!(list, "ferroce:mr_pages"), GFP_KERNEL)?;
-    let key = new_key(pd)?;
-    let data = MrData {
-        memory: Memory::Fast { pages },
-        iova: 0,
-        access: 0,
-        key,
-    };
-    Ok((data, key, key))
+    Ok(MrData::new(Memory::Fast, list, 0, 0, new_key(pd)?))
 }
 
 /// `map_mr_sg` starts: the MR's page list is rebuilt.
 pub(crate) fn map_begin(mr: &Mr<Ferroce>) -> Result {
-    match &mr.data().memory {
-        Memory::Fast { pages } => {
-            pages.lock().len = 0;
+    match mr.data().memory {
+        Memory::Fast => {
+            mr.data().pages.lock().len = 0;
             Ok(())
         }
         _ => Err(EINVAL),
@@ -179,9 +200,9 @@ pub(crate) fn map_begin(mr: &Mr<Ferroce>) -> Result {
 
 /// `map_mr_sg` adds a page; `ENOMEM` when the MR's page list is full.
 pub(crate) fn map_page(mr: &Mr<Ferroce>, addr: u64) -> Result {
-    match &mr.data().memory {
-        Memory::Fast { pages } => {
-            let mut list = pages.lock();
+    match mr.data().memory {
+        Memory::Fast => {
+            let mut list = mr.data().pages.lock();
             let at = list.len;
             *list.addrs.get_mut(at).ok_or(ENOMEM)? = addr;
             list.len = at + 1;
@@ -194,7 +215,7 @@ pub(crate) fn map_page(mr: &Mr<Ferroce>, addr: u64) -> Result {
 /// The current key of a fast-registration MR, `None` for other MRs.
 pub(crate) fn fast_reg_key(mr: &Mr<Ferroce>) -> Option<u32> {
     match mr.data().memory {
-        Memory::Fast { .. } => Some(mr.data().key),
+        Memory::Fast => Some(mr.data().key.get()),
         _ => None,
     }
 }

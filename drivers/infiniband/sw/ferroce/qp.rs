@@ -3,22 +3,24 @@
 //! Queue pairs: the send and receive rings shared with the provider, the IBTA state machine and
 //! the attributes every transition validates.
 
-use core::sync::atomic::Ordering;
 use kernel::{
-    new_irq_spinlock,
+    alloc::KVVec,
+    new_spinlock_irq,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, IrqSpinLock, Mtu, Pd, Qp, QpAttr,
-        QpCap, QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, Sge,
-        UContext, Udata,
+        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent,
+        QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, Sge, UContext, Udata,
     },
+    sync::{Mutex, SpinLockIrq},
 };
 
 use crate::{
     abi::{self, Cqe, SendWqe, WqeUnion},
     cq::{self, Notice},
     device::{active_mtu, Ferroce},
+    keys::KeyTable,
     limits, mr,
+    numbers::{GsiSlot, Number},
     wq::WorkQueue,
 };
 
@@ -90,11 +92,30 @@ fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
 }
 
 /// Per-QP state.
+#[pin_data]
 pub(crate) struct QpData {
-    qpn: u32,
+    /// The QP's number, held while the QP exists.
+    _number: QpNumber,
     init: QpInitAttr,
     /// Taken in any context (kernel users post from softirq).
-    state: Pin<KBox<IrqSpinLock<QpShared>>>,
+    #[pin]
+    state: SpinLockIrq<QpShared>,
+}
+
+/// Where a QP's number comes from: QP1 is the general services QP; the others are numbered
+/// from the device's table.
+enum QpNumber {
+    Gsi { _held: GsiSlot },
+    Table(Number<Mutex<KeyTable<KVVec<u16>>>>),
+}
+
+impl QpNumber {
+    fn get(&self) -> u32 {
+        match self {
+            QpNumber::Gsi { .. } => GSI_QPN,
+            QpNumber::Table(n) => n.get(),
+        }
+    }
 }
 
 fn entries(wr: u32) -> Result<u32> {
@@ -109,7 +130,7 @@ pub(crate) fn create(
     init: &mut QpInitAttr,
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
-) -> Result<(QpData, u32)> {
+) -> Result<(impl PinInit<QpData, Error>, u32)> {
     if init.qp_type == QpType::Uc || init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -179,37 +200,22 @@ pub(crate) fn create(
         rnr_retry: 0,
         cap: init.cap,
     };
-    let state = KBox::pin_init(
-        new_irq_spinlock!(QpShared { attr, sq, rq }, "ferroce:qp"),
-        GFP_KERNEL,
-    )?;
-    // Numbered last: nothing after this can fail.
     let dev = pd.device().data();
-    let qpn = if init.qp_type == QpType::Gsi {
-        if dev.gsi_qp.swap(true, Ordering::AcqRel) {
-            return Err(EBUSY);
+    let number = if init.qp_type == QpType::Gsi {
+        QpNumber::Gsi {
+            _held: GsiSlot::take(&dev.gsi_qp)?,
         }
-        GSI_QPN
     } else {
-        dev.qpns.lock().alloc().map_err(|_| ENOMEM)?
+        QpNumber::Table(Number::take(&dev.qpns)?)
     };
-    Ok((
-        QpData {
-            qpn,
-            init: *init,
-            state,
-        },
-        qpn,
-    ))
-}
-
-pub(crate) fn destroy(qp: &Qp<Ferroce>) {
-    let dev = qp.device().data();
-    if qp.data().qpn == GSI_QPN {
-        dev.gsi_qp.store(false, Ordering::Release);
-    } else {
-        dev.qpns.lock().free(qp.data().qpn);
-    }
+    let qpn = number.get();
+    let init = *init;
+    let data = try_pin_init!(QpData {
+        _number: number,
+        init,
+        state <- new_spinlock_irq!(QpShared { attr, sq, rq }, "ferroce:qp"),
+    });
+    Ok((data, qpn))
 }
 
 /// The number of the general services QP (QP1); other QPs are numbered from 256 on (keys.rs).
@@ -370,16 +376,18 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     Ok((st.attr, data.init))
 }
 
-/// The provider posted send work. In ERR it is flushed at once. Otherwise, until the data path
-/// lands, nothing executes it; the doorbell validates the SQ's producer index so that a
-/// corrupted SQ is caught when it is rung.
+/// The provider posted send work. In ERR it is flushed at once; before RTS it is refused
+/// (`EINVAL`) and dropped. Otherwise, until the data path lands, nothing executes it; the
+/// doorbell validates the SQ's producer index so that a corrupted SQ is caught when it is rung.
 pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
     let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
     let r = match st.attr.qp_state {
         QpState::Err => st.flush_sq(qp, &mut notices),
         QpState::Rts | QpState::Sqd => st.sq.pending().map(|_| ()),
-        _ => Err(EINVAL),
+        // The SQ takes no work before RTS (IBTA 10.8.2): the post fails, so what was published
+        // for it is dropped now rather than executed once the QP reaches RTS.
+        _ => st.sq.discard().and(Err(EINVAL)),
     };
     drop(st);
     notices.deliver(qp);
@@ -521,7 +529,7 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)>
         op,
         ex,
         WqeUnion::Ud {
-            ah_num: dest.ah.data().num,
+            ah_num: dest.ah.data().num.get(),
             remote_qpn: dest.remote_qpn,
             remote_qkey: dest.remote_qkey,
         },

@@ -80,7 +80,8 @@ impl SharedQueue {
         match n {
             Some(n) => Ok(n),
             None => {
-                self.buf.store_release(abi::CTRL_FLAGS, abi::QUEUE_ERROR)?;
+                // Set, not stored: the queue's other flags (NEED_WAKEUP) stay as they are.
+                self.buf.fetch_or(abi::CTRL_FLAGS, abi::QUEUE_ERROR)?;
                 Err(EINVAL)
             }
         }

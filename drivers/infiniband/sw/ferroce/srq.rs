@@ -4,19 +4,24 @@
 //! a limit that, once armed, reports when the ring runs low.
 
 use kernel::{
-    new_irq_spinlock,
+    new_spinlock_irq,
     prelude::*,
-    rdma::{srq_mask, IrqSpinLock, Pd, RecvWr, Srq, SrqAttr, SrqEvent, UContext, Udata},
+    rdma::{srq_mask, Pd, RecvWr, Srq, SrqAttr, SrqEvent, UContext, Udata},
+    sync::SpinLockIrq,
     uaccess::UserSlice,
 };
 
-use crate::{abi, device::Ferroce, limits, qp, wq::WorkQueue};
+use crate::{abi, device::Ferroce, limits, numbers::Counted, qp, wq::WorkQueue};
 
 /// Per-SRQ state.
+#[pin_data]
 pub(crate) struct SrqData {
     /// Taken in any context (kernel users post from softirq).
-    state: Pin<KBox<IrqSpinLock<SrqShared>>>,
+    #[pin]
+    state: SpinLockIrq<SrqShared>,
     wqe_size: u32,
+    /// The SRQ's place in the device's count.
+    _counted: Counted,
 }
 
 /// The SGEs an SRQ WQE of `wqe_size` bytes holds, as advertised.
@@ -51,7 +56,7 @@ pub(crate) fn create(
     attr: &mut SrqAttr,
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
-) -> Result<SrqData> {
+) -> Result<impl PinInit<SrqData, Error>> {
     udata.require_no_input()?;
     if attr.max_sge > limits::MAX_SGE {
         return Err(EINVAL);
@@ -63,23 +68,18 @@ pub(crate) fn create(
         udata.write(&abi::create_srq_resp(&wq.queue.mmap_info()?, wqe_size))?;
     }
     let max_sge = max_sge_of(wqe_size);
-    // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
-    let state = KBox::pin_init(
-        new_irq_spinlock!(SrqShared { wq, limit: 0 }, "ferroce:srq"),
-        GFP_KERNEL,
-    )?;
-    // Counted last: nothing after this can fail.
-    pd.device().data().srqs.take(limits::MAX_SRQ)?;
+    let counted = Counted::take(&pd.device().data().srqs, limits::MAX_SRQ)?;
     *attr = SrqAttr {
         max_wr: num_entries,
         max_sge,
         srq_limit: 0,
     };
-    Ok(SrqData { state, wqe_size })
-}
-
-pub(crate) fn destroy(srq: &Srq<Ferroce>) {
-    srq.device().data().srqs.put();
+    // The limit is armed by modify_srq only (`srq_limit` is ignored at creation).
+    Ok(try_pin_init!(SrqData {
+        state <- new_spinlock_irq!(SrqShared { wq, limit: 0 }, "ferroce:srq"),
+        wqe_size,
+        _counted: counted,
+    }))
 }
 
 pub(crate) fn modify(

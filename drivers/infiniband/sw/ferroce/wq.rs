@@ -102,11 +102,15 @@ impl WorkQueue {
         self.consume(n)
     }
 
-    /// Sets or clears `flag` in the queue's flags word (only the kernel writes it).
+    /// Sets or clears `flag` in the queue's flags word (only the kernel writes it), atomically:
+    /// the other flags stay as they are whoever changes them meanwhile.
     pub(crate) fn set_flag(&self, flag: u32, on: bool) -> Result {
-        let flags = self.queue.buf.load_acquire(abi::CTRL_FLAGS)?;
-        let flags = if on { flags | flag } else { flags & !flag };
-        self.queue.buf.store_release(abi::CTRL_FLAGS, flags)
+        if on {
+            self.queue.buf.fetch_or(abi::CTRL_FLAGS, flag)?;
+        } else {
+            self.queue.buf.fetch_clear(abi::CTRL_FLAGS, flag)?;
+        }
+        Ok(())
     }
 
     /// Moves the WQEs not yet consumed to the start of `to`, whose producer index becomes their

@@ -101,7 +101,7 @@ mod tests {
 #include <rdma/ferroce-abi.h>
 int main(void)
 {
-	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu %d %d %d %d %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
+	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu %d %d %d %d %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
 	       offsetof(struct ferroce_queue_ctrl, producer),
 	       offsetof(struct ferroce_queue_ctrl, consumer),
 	       offsetof(struct ferroce_queue_ctrl, notify),
@@ -120,7 +120,9 @@ int main(void)
 	       offsetof(struct ferroce_send_wqe, opcode),
 	       offsetof(struct ferroce_send_wqe, send_flags),
 	       offsetof(struct ferroce_recv_wqe, wr_id),
-	       sizeof(struct ferroce_create_qp_resp));
+	       sizeof(struct ferroce_create_qp_resp),
+	       sizeof(struct ferroce_alloc_ucontext_cmd),
+	       sizeof(struct ferroce_alloc_ucontext_resp));
 	return 0;
 }
 "#,
@@ -170,6 +172,8 @@ int main(void)
             12, // send_flags: read by the data path
             abi::WQE_WR_ID,
             abi::create_qp_resp(&mi, None, 0, 0).len(),
+            abi::ALLOC_UCONTEXT_CMD_SIZE,
+            abi::ContextFeatures(0).resp().len(),
         ];
         assert_eq!(got, want);
         let _ = std::fs::remove_dir_all(&dir);
@@ -293,9 +297,25 @@ int main(void)
         assert!(abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, true));
         assert!(!abi::notify_fires(abi::CQ_NOTIFY_SOLICITED, false));
         assert!(
-            !abi::notify_fires(0xdead_beef, true),
-            "garbage arms nothing"
+            !abi::notify_fires(0xdead_beef & !3, true),
+            "other bits arm nothing"
         );
+        // Arming ORs: NEXT then SOLICITED (or the other way) is armed for any completion.
+        let both = abi::CQ_NOTIFY_NEXT | abi::CQ_NOTIFY_SOLICITED;
+        assert!(abi::notify_fires(both, false));
+        assert!(abi::notify_fires(both, true));
+    }
+
+    #[test]
+    fn context_features_are_negotiated() {
+        assert_eq!(abi::ContextFeatures::granted(None), abi::ContextFeatures(0));
+        // Bits the driver does not know are never granted.
+        let all = u64::MAX.to_ne_bytes();
+        assert_eq!(
+            abi::ContextFeatures::granted(Some(&all)).0,
+            abi::UCTX_FEATURES
+        );
+        assert_eq!(abi::ContextFeatures(0).resp(), [0; 8]);
     }
 
     #[test]
@@ -303,7 +323,13 @@ int main(void)
         assert_eq!(abi::ring_entries(3, limits::MAX_CQE), Some(4));
         assert_eq!(abi::ring_entries(65535, limits::MAX_CQE), Some(65536));
         assert_eq!(abi::ring_entries(0, limits::MAX_CQE), None);
-        assert_eq!(abi::ring_entries(65536, limits::MAX_CQE), None);
+        assert_eq!(abi::ring_entries(65536, limits::MAX_CQE), Some(65536));
+        assert_eq!(abi::ring_entries(65537, limits::MAX_CQE), None);
+        // Every queue's entries, rounded up, stay within what is advertised.
+        for max in [limits::MAX_CQE, limits::MAX_QP_WR, limits::MAX_SRQ_WR] {
+            assert!(max.is_power_of_two(), "a maximum that rounds up past itself");
+            assert_eq!(abi::ring_entries(max, max), Some(max));
+        }
         assert_eq!(abi::queue_bytes(4, abi::CQE_SIZE), Some(256 + 256));
         // The user's consumer index may lag by up to the ring size, never lead.
         assert_eq!(abi::pending(10, 6, 4), Some(4));

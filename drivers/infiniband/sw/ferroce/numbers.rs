@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What an object takes from its device for its lifetime (a place in a count, an MR key, a QP
+//! or AH number) as values that give it back when dropped. Objects hold them in their data, so
+//! every path that ends an object (its destroy verb, or a failure after the driver's part of
+//! the creation succeeded) gives them back, with nothing to remember in destroy hooks.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    alloc::KVVec,
+    prelude::*,
+    sync::{Arc, Mutex, SpinLock},
+};
+
+use crate::{count::ObjectCount, keys::KeyTable};
+
+/// A table of object numbers (MR keys, QP numbers, AH numbers) behind a lock.
+pub(crate) trait NumberTable: Send + Sync {
+    /// A fresh number; `ENOMEM` when the table is full.
+    fn alloc(&self) -> Result<u32>;
+    /// Gives `num` back.
+    fn free(&self, num: u32);
+}
+
+/// MR keys and QP numbers: allocated where sleeping is allowed.
+impl NumberTable for Mutex<KeyTable<KVVec<u16>>> {
+    fn alloc(&self) -> Result<u32> {
+        self.lock().alloc().map_err(|_| ENOMEM)
+    }
+
+    fn free(&self, num: u32) {
+        self.lock().free(num)
+    }
+}
+
+/// AH numbers: kernel users create and destroy AHs in atomic context too.
+impl NumberTable for SpinLock<KeyTable<KVVec<u16>>> {
+    fn alloc(&self) -> Result<u32> {
+        self.lock().alloc().map_err(|_| ENOMEM)
+    }
+
+    fn free(&self, num: u32) {
+        self.lock().free(num)
+    }
+}
+
+/// A number taken from a [`NumberTable`], given back when dropped.
+pub(crate) struct Number<L: NumberTable> {
+    table: Arc<L>,
+    num: u32,
+}
+
+impl<L: NumberTable> Number<L> {
+    pub(crate) fn take(table: &Arc<L>) -> Result<Self> {
+        Ok(Number {
+            num: table.alloc()?,
+            table: table.clone(),
+        })
+    }
+
+    pub(crate) fn get(&self) -> u32 {
+        self.num
+    }
+}
+
+impl<L: NumberTable> Drop for Number<L> {
+    fn drop(&mut self) {
+        self.table.free(self.num);
+    }
+}
+
+/// One object counted against a device limit, uncounted when dropped.
+pub(crate) struct Counted(Arc<ObjectCount>);
+
+impl Counted {
+    /// Counts one more object, unless `max` exist (`ENOMEM`).
+    pub(crate) fn take(count: &Arc<ObjectCount>, max: u32) -> Result<Self> {
+        count.take(max).map_err(|_| ENOMEM)?;
+        Ok(Counted(count.clone()))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.put();
+    }
+}
+
+/// The device's one general services QP (QP1), taken while it exists.
+pub(crate) struct GsiSlot(Arc<AtomicBool>);
+
+impl GsiSlot {
+    /// Takes the slot; `EBUSY` if QP1 exists.
+    pub(crate) fn take(slot: &Arc<AtomicBool>) -> Result<Self> {
+        if slot.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        Ok(GsiSlot(slot.clone()))
+    }
+}
+
+impl Drop for GsiSlot {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
