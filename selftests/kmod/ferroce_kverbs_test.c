@@ -5,7 +5,11 @@
  * QPs with work requests posted through ib_post_send/ib_post_recv (flushed
  * in the error state, refused before RTS), fast-registration MRs
  * (ib_alloc_mr, ib_map_mr_sg, IB_WR_REG_MR), kernel AHs, kernel SRQs and
- * ib_drain_qp.  Loading the module runs every check against the device
+ * ib_drain_qp; and what the kernel::rdma layer promises kernel callers:
+ * ib_query_qp writes a whole attribute (zeros where the driver has
+ * nothing), ib_modify_qp reads only the attributes its mask names (callers
+ * pass partly initialised structs), and QPs without a send or receive CQ
+ * are refused.  Loading the module runs every check against the device
  * named by "dev"; it fails to load (-EIO) if one fails, after saying which
  * in the kernel log.
  *
@@ -357,10 +361,262 @@ static noinline int check_drain(struct env *e)
 	return 0;
 }
 
+/*
+ * The checks below (kernel::rdma's promises to kernel callers) clean up
+ * after a failure too: a QP left behind would make ib_dealloc_pd WARN.
+ */
+#define EXPECT(cond, fmt, ...)                                               \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			pr_err("ferroce_kverbs_test: FAIL: " fmt "\n",       \
+			       ##__VA_ARGS__);                               \
+			ret = -EIO;                                          \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+#define QUERY_ALL                                                            \
+	(IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_EN_SQD_ASYNC_NOTIFY |        \
+	 IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY |   \
+	 IB_QP_AV | IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |       \
+	 IB_QP_RNR_RETRY | IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC |           \
+	 IB_QP_ALT_PATH | IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN |               \
+	 IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_PATH_MIG_STATE | IB_QP_CAP |       \
+	 IB_QP_DEST_QPN)
+
+/*
+ * ib_query_qp into attributes full of garbage (0xa5, as a kmalloc'd buffer
+ * may hold): what the driver has nothing for must read as zero.  APM is
+ * not supported, so the whole alternate path is zero; a QP in RESET or a
+ * UD QP has no primary path either.
+ */
+static int query_is_zeroed(struct ib_qp *qp, struct ib_qp_attr *a,
+			   struct ib_qp_init_attr *init, bool has_path)
+{
+	memset(a, 0xa5, sizeof(*a));
+	memset(init, 0xa5, sizeof(*init));
+	CHECK(ib_query_qp(qp, a, QUERY_ALL, init) == 0, "ib_query_qp");
+	CHECK(!memchr_inv(&a->alt_ah_attr, 0, sizeof(a->alt_ah_attr)),
+	      "ib_query_qp left garbage in alt_ah_attr (first bytes %*ph)",
+	      16, &a->alt_ah_attr);
+	CHECK(!a->alt_pkey_index && !a->alt_port_num && !a->alt_timeout &&
+		      !a->sq_draining && a->path_mig_state == IB_MIG_MIGRATED &&
+		      !a->rate_limit && !a->xmit_slave,
+	      "ib_query_qp left garbage: alt_pkey_index %#x alt_port_num %#x alt_timeout %#x sq_draining %#x path_mig_state %#x rate_limit %#x xmit_slave %p",
+	      a->alt_pkey_index, a->alt_port_num, a->alt_timeout,
+	      a->sq_draining, a->path_mig_state, a->rate_limit, a->xmit_slave);
+	CHECK(has_path || !memchr_inv(&a->ah_attr, 0, sizeof(a->ah_attr)),
+	      "ib_query_qp left garbage in ah_attr of a QP without a path (first bytes %*ph)",
+	      16, &a->ah_attr);
+	/* Creation attributes: what this QP does not have reads as none. */
+	CHECK(!init->create_flags && !init->source_qpn && !init->xrcd &&
+		      !init->rwq_ind_tbl,
+	      "ib_query_qp left garbage in the init attributes: create_flags %#x source_qpn %#x xrcd %p rwq_ind_tbl %p",
+	      init->create_flags, init->source_qpn, init->xrcd,
+	      init->rwq_ind_tbl);
+	CHECK((!init->send_cq || init->send_cq == qp->send_cq) &&
+		      (!init->recv_cq || init->recv_cq == qp->recv_cq) &&
+		      (!init->srq || init->srq == qp->srq) &&
+		      (!init->qp_context || init->qp_context == qp->qp_context),
+	      "ib_query_qp left garbage in the init attributes: send_cq %p recv_cq %p srq %p qp_context %p",
+	      init->send_cq, init->recv_cq, init->srq, init->qp_context);
+	return 0;
+}
+
+/*
+ * Moves a new QP RESET -> INIT -> RTR -> RTS as a kernel caller that reuses
+ * one struct ib_qp_attr does: every step starts from garbage (0xff) and
+ * sets only the attributes its mask names.  Then the QP must hold exactly
+ * those values, and the defaults where nothing was set.  Queries in RESET
+ * and RTS also check that ib_query_qp zeroes what the driver has nothing
+ * for; that result goes to *zeroed, so that each promise is reported on
+ * its own.
+ */
+static noinline int check_modify_masked_one(struct env *e, enum ib_qp_type type,
+					    int *zeroed)
+{
+	struct ib_qp_attr *a = kmalloc(sizeof(*a), GFP_KERNEL);
+	struct ib_qp_init_attr *init = kmalloc(sizeof(*init), GFP_KERNEL);
+	bool rc = type == IB_QPT_RC;
+	const char *name = rc ? "RC" : "UD";
+	struct ib_qp *qp = NULL;
+	union ib_gid gid;
+	int mask, ret = 0;
+
+	EXPECT(a && init, "out of memory");
+	EXPECT(rdma_query_gid(e->ibdev, 1, 1, &gid) == 0, "GID index 1");
+	qp = make_qp(e, e->cq, type, NULL);
+	if (IS_ERR(qp)) {
+		ret = PTR_ERR(qp);
+		qp = NULL;
+		EXPECT(0, "create %s QP: %d", name, ret);
+	}
+	if (query_is_zeroed(qp, a, init, false)) {
+		pr_err("ferroce_kverbs_test: FAIL: the query of a %s QP in RESET\n", name);
+		*zeroed = -EIO;
+	}
+
+	memset(a, 0xff, sizeof(*a));
+	a->qp_state = IB_QPS_INIT;
+	a->pkey_index = 0;
+	a->port_num = 1;
+	mask = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT;
+	if (rc) {
+		a->qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+		mask |= IB_QP_ACCESS_FLAGS;
+	} else {
+		a->qkey = 0x12345;
+		mask |= IB_QP_QKEY;
+	}
+	ret = ib_modify_qp(qp, a, mask);
+	EXPECT(ret == 0, "%s QP to INIT from a garbage-filled attr: %d", name, ret);
+
+	memset(a, 0xff, sizeof(*a));
+	a->qp_state = IB_QPS_RTR;
+	mask = IB_QP_STATE;
+	if (rc) {
+		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
+		a->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+		rdma_ah_set_port_num(&a->ah_attr, 1);
+		rdma_ah_set_grh(&a->ah_attr, &gid, 0, 1, 64, 0);
+		a->ah_attr.roce.dmac[0] = 0x02;
+		a->ah_attr.roce.dmac[5] = 0x01;
+		a->path_mtu = IB_MTU_1024;
+		a->dest_qp_num = qp->qp_num;
+		a->rq_psn = 0x123;
+		a->max_dest_rd_atomic = 1;
+		a->min_rnr_timer = 12;
+		mask |= IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+			IB_QP_MIN_RNR_TIMER;
+	}
+	ret = ib_modify_qp(qp, a, mask);
+	EXPECT(ret == 0, "%s QP to RTR from a garbage-filled attr: %d", name, ret);
+
+	memset(a, 0xff, sizeof(*a));
+	a->qp_state = IB_QPS_RTS;
+	a->sq_psn = 0x456;
+	mask = IB_QP_STATE | IB_QP_SQ_PSN;
+	if (rc) {
+		a->timeout = 14;
+		a->retry_cnt = 7;
+		a->rnr_retry = 6;
+		a->max_rd_atomic = 1;
+		mask |= IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			IB_QP_MAX_QP_RD_ATOMIC;
+	}
+	ret = ib_modify_qp(qp, a, mask);
+	EXPECT(ret == 0, "%s QP to RTS from a garbage-filled attr: %d", name, ret);
+
+	if (query_is_zeroed(qp, a, init, rc)) {
+		pr_err("ferroce_kverbs_test: FAIL: the query of a %s QP in RTS\n", name);
+		*zeroed = -EIO;
+	}
+	EXPECT(a->qp_state == IB_QPS_RTS && a->port_num == 1 &&
+		       a->pkey_index == 0 && a->sq_psn == 0x456 &&
+		       !a->en_sqd_async_notify,
+	       "%s QP after the walk: state %d port %u pkey_index %u sq_psn %#x en_sqd_async_notify %u",
+	       name, a->qp_state, a->port_num, a->pkey_index, a->sq_psn,
+	       a->en_sqd_async_notify);
+	if (rc) {
+		EXPECT(a->path_mtu == IB_MTU_1024 && a->dest_qp_num == qp->qp_num &&
+			       a->rq_psn == 0x123 && a->max_dest_rd_atomic == 1 &&
+			       a->min_rnr_timer == 12 && a->timeout == 14 &&
+			       a->retry_cnt == 7 && a->rnr_retry == 6 &&
+			       a->max_rd_atomic == 1 &&
+			       a->qp_access_flags == (IB_ACCESS_REMOTE_WRITE |
+						      IB_ACCESS_REMOTE_READ) &&
+			       a->qkey == 0,
+		       "RC QP after the walk: mtu %d dest_qpn %#x rq_psn %#x max_dest_rd_atomic %u min_rnr_timer %u timeout %u retry %u rnr_retry %u max_rd_atomic %u access %#x qkey %#x",
+		       a->path_mtu, a->dest_qp_num, a->rq_psn,
+		       a->max_dest_rd_atomic, a->min_rnr_timer, a->timeout,
+		       a->retry_cnt, a->rnr_retry, a->max_rd_atomic,
+		       a->qp_access_flags, a->qkey);
+		EXPECT((rdma_ah_get_ah_flags(&a->ah_attr) & IB_AH_GRH) &&
+			       rdma_ah_get_port_num(&a->ah_attr) == 1 &&
+			       a->ah_attr.grh.sgid_index == 1 &&
+			       a->ah_attr.grh.hop_limit == 64 &&
+			       !memcmp(&a->ah_attr.grh.dgid, &gid, sizeof(gid)),
+		       "RC QP after the walk: the path is not the one set (port %u sgid_index %u hop_limit %u)",
+		       rdma_ah_get_port_num(&a->ah_attr),
+		       a->ah_attr.grh.sgid_index, a->ah_attr.grh.hop_limit);
+	} else {
+		EXPECT(a->qkey == 0x12345 && a->dest_qp_num == 0 &&
+			       a->rq_psn == 0 && a->qp_access_flags == 0 &&
+			       a->timeout == 0 && a->retry_cnt == 0 &&
+			       a->rnr_retry == 0 && a->min_rnr_timer == 0 &&
+			       a->max_rd_atomic == 0 && a->max_dest_rd_atomic == 0,
+		       "UD QP after the walk: qkey %#x dest_qpn %#x rq_psn %#x access %#x timeout %u retry %u rnr_retry %u min_rnr_timer %u rd_atomic %u/%u",
+		       a->qkey, a->dest_qp_num, a->rq_psn, a->qp_access_flags,
+		       a->timeout, a->retry_cnt, a->rnr_retry,
+		       a->min_rnr_timer, a->max_rd_atomic,
+		       a->max_dest_rd_atomic);
+	}
+	OK("%s QP: RESET -> RTS from garbage-filled attrs, only the masked fields taken",
+	   name);
+out:
+	if (qp)
+		ib_destroy_qp(qp);
+	kfree(a);
+	kfree(init);
+	return ret;
+}
+
+/* ib_modify_qp reads only what the mask names; ib_query_qp zeroes the rest. */
+static noinline int check_modify_masked(struct env *e)
+{
+	int zeroed = 0, ret;
+
+	ret = check_modify_masked_one(e, IB_QPT_RC, &zeroed) ?:
+	      check_modify_masked_one(e, IB_QPT_UD, &zeroed);
+	if (!zeroed)
+		OK("ib_query_qp into garbage: zeros where the driver has nothing (alternate path, sq_draining, no path in RESET or UD)");
+	return ret ?: zeroed;
+}
+
+/*
+ * ib_core lets kernel users create QPs without a send or a receive CQ (it
+ * checks neither); a driver that completes work needs both, so they are
+ * refused (EINVAL, as rxe does).
+ */
+static noinline int check_null_cq(struct env *e)
+{
+	static const struct { bool send, recv; } cases[] = {
+		{ false, true }, { true, false }, { false, false },
+	};
+	struct ib_qp *qp = NULL;
+	int i, ret = 0;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct ib_qp_init_attr init = {
+			.send_cq = cases[i].send ? e->cq : NULL,
+			.recv_cq = cases[i].recv ? e->cq : NULL,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.sq_sig_type = IB_SIGNAL_REQ_WR,
+			.qp_type = IB_QPT_RC,
+		};
+
+		qp = ib_create_qp(e->pd, &init);
+		if (!IS_ERR(qp))
+			EXPECT(0, "ib_create_qp with send_cq %p recv_cq %p succeeded",
+			       init.send_cq, init.recv_cq);
+		EXPECT(PTR_ERR(qp) == -EINVAL,
+		       "ib_create_qp with send_cq %p recv_cq %p: %ld, expected -EINVAL",
+		       init.send_cq, init.recv_cq, PTR_ERR(qp));
+		qp = NULL;
+	}
+	OK("QPs without a send or receive CQ refused with -EINVAL");
+out:
+	if (!IS_ERR_OR_NULL(qp))
+		ib_destroy_qp(qp);
+	return ret;
+}
+
 static int run(struct env *e)
 {
 	struct ib_cq_init_attr ca = { .cqe = 32 };
-	int ret;
+	int ret, r;
 
 	e->pd = ib_alloc_pd(e->ibdev, 0);
 	CHECK(!IS_ERR(e->pd), "ib_alloc_pd: %ld", PTR_ERR(e->pd));
@@ -371,6 +627,11 @@ static int run(struct env *e)
 	ret = check_pd(e) ?: check_rc_flush(e) ?: check_fast_reg(e) ?:
 	      check_ud(e) ?: check_overrun(e) ?: check_srq(e) ?:
 	      check_drain(e);
+	/* Each of these says what it found whatever the others did. */
+	r = check_modify_masked(e);
+	ret = ret ?: r;
+	r = check_null_cq(e);
+	ret = ret ?: r;
 
 	ib_destroy_cq(e->cq);
 	ib_dealloc_pd(e->pd);
