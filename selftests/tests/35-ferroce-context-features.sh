@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # GET_CONTEXT negotiates features: a provider's comp_mask with unknown bits
 # is accepted and answered with known features only; no driver data is
-# fine; non-zero bytes beyond the known command are refused with EINVAL
+# fine; non-zero bytes beyond the known command are refused with EOPNOTSUPP
 # (progs/get-context.c, raw writes to the uverbs file).
 . "$(dirname "$0")/../lib.sh"
 
