@@ -25,6 +25,10 @@ struct ibv_wc;
  */
 int ferroce_cq_poll(struct ferroce_cq_state *state, struct ibv_wc *out,
 		    int max);
+/*
+ * ORs FERROCE_CQ_NOTIFY_NEXT (or _SOLICITED) into notify, then a full
+ * barrier: the next poll sees every completion the kernel did not signal.
+ */
 void ferroce_cq_arm(const struct ferroce_cq_state *state, int solicited_only);
 void ferroce_cq_remap(struct ferroce_cq_state *state, void *base,
 		      uint32_t num_entries);
@@ -46,7 +50,11 @@ int ferroce_rq_post(struct ferroce_wq_state *state, uint64_t wr_id,
 int ferroce_sq_post(struct ferroce_wq_state *state,
 		    const struct ferroce_send_wqe *header,
 		    const struct ferroce_sge *sges, int num_sge);
-/* Publish the written WQEs; 1 if the kernel asks for the doorbell. */
+/*
+ * Publish the written WQEs: release-store the producer index, full barrier,
+ * load NEED_WAKEUP.  1 if this call published work and the kernel asks for
+ * the doorbell; never 1 when nothing was written.
+ */
 int ferroce_wq_publish(struct ferroce_wq_state *state);
 
 #endif /* FERROCE_RING_H */

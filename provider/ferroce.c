@@ -631,8 +631,17 @@ static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	/* Armed in shared memory: no system call (see ferroce-abi.h). */
-	ferroce_cq_arm(&to_fcq(ibcq)->state, solicited_only);
+	struct ferroce_cq *cq = to_fcq(ibcq);
+
+	/*
+	 * Armed in shared memory, no system call (see ferroce-abi.h): an
+	 * atomic OR and a full barrier.  Under the CQ lock, which a resize
+	 * holds while it moves the CQ to a new ring: arming the old ring
+	 * would be lost.
+	 */
+	pthread_spin_lock(&cq->lock);
+	ferroce_cq_arm(&cq->state, solicited_only);
+	pthread_spin_unlock(&cq->lock);
 	return 0;
 }
 

@@ -7,8 +7,14 @@
 //! indices are free-running u32 counters on their own cache lines; each side publishes its
 //! index with a release store and reads the other's with an acquire load. The C part of the
 //! provider (`ferroce.c`) holds a [`CqState`] per CQ and calls the `ferroce_cq_*` functions.
+//!
+//! Wakeups are the exception to release/acquire: arming a CQ and publishing work to a queue
+//! whose kernel side may be asleep are each a store followed by a load of what the other side
+//! stores, and release/acquire never orders a store before a later load. Both sides put a full
+//! barrier ([`fence`]`(SeqCst)`, `smp_mb()` in the kernel) between the two, as io_uring does
+//! for `IORING_SQ_NEED_WAKEUP`; see `include/uapi/rdma/ferroce-abi.h`.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
 pub mod layout {
@@ -109,16 +115,24 @@ impl WqState {
         })
     }
 
-    /// Makes the written entries visible to the kernel; returns whether the kernel asks for the
-    /// doorbell system call.
+    /// Makes the written entries visible to the kernel; returns whether the kernel must be told
+    /// with the doorbell system call. Nothing written, nothing to tell: an empty publish never
+    /// asks for the doorbell.
     pub fn publish(&mut self) -> bool {
-        if self.unpublished != 0 {
-            self.producer = self.producer.wrapping_add(self.unpublished);
-            self.unpublished = 0;
-            self.word(layout::CTRL_PRODUCER)
-                .store(self.producer, Ordering::Release);
+        if self.unpublished == 0 {
+            return false;
         }
-        self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_NEED_WAKEUP != 0
+        self.producer = self.producer.wrapping_add(self.unpublished);
+        self.unpublished = 0;
+        self.word(layout::CTRL_PRODUCER)
+            .store(self.producer, Ordering::Release);
+        // Store producer, then load NEED_WAKEUP; a kernel poller going to sleep sets
+        // NEED_WAKEUP, then loads producer. Without a full barrier on both sides each load can
+        // pass the other side's store (store->load reordering, which release/acquire allows):
+        // the poller sleeps on an old producer while we skip the doorbell, and the work waits
+        // forever. With the barriers at least one side sees the other's store.
+        fence(Ordering::SeqCst);
+        self.word(layout::CTRL_FLAGS).load(Ordering::Relaxed) & layout::QUEUE_NEED_WAKEUP != 0
     }
 
     /// Writes a receive WQE (not yet published).
@@ -412,13 +426,24 @@ impl CqState {
 
     /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
     /// next solicited one).
+    ///
+    /// The request is ORed in, never stored: arming for the next completion and then for the
+    /// next solicited one must still fire on the next completion (NEXT wins; a store of
+    /// SOLICITED would weaken the first request), and the kernel's exchange that disarms the
+    /// CQ must not be overwritten by a plain store of an older value.
     pub fn arm(&self, solicited_only: bool) {
         let v = if solicited_only {
             layout::CQ_NOTIFY_SOLICITED
         } else {
             layout::CQ_NOTIFY_NEXT
         };
-        self.word(layout::CTRL_NOTIFY).store(v, Ordering::Release);
+        self.word(layout::CTRL_NOTIFY).fetch_or(v, Ordering::SeqCst);
+        // The caller polls again after arming (the canonical poll, arm, poll loop): store
+        // notify, then load producer, while the kernel stores producer, then loads notify. A
+        // full barrier on each side keeps both loads from passing the stores, so either our
+        // next poll sees the completion or the kernel sees the arm and signals the channel;
+        // release/acquire alone would let both miss (a lost wakeup).
+        fence(Ordering::SeqCst);
     }
 
     /// Switches to a new ring after a resize; the kernel copied the unpolled completions to its
@@ -624,20 +649,93 @@ mod tests {
         );
     }
 
+    fn notify(r: &mut Ring) -> u32 {
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire)
+    }
+
     #[test]
-    fn arm_sets_the_notify_word() {
+    fn arm_ors_the_request_in() {
         let mut r = Ring::new(4);
         let cq = unsafe { CqState::new(r.base(), 4) };
         cq.arm(true);
-        assert_eq!(
-            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
-            2
-        );
+        assert_eq!(notify(&mut r), layout::CQ_NOTIFY_SOLICITED);
+        // The kernel fires on NEXT: a later solicited-only request never clears it.
         cq.arm(false);
         assert_eq!(
-            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
-            1
+            notify(&mut r),
+            layout::CQ_NOTIFY_NEXT | layout::CQ_NOTIFY_SOLICITED
         );
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.swap(0, Ordering::AcqRel);
+        cq.arm(false);
+        cq.arm(true);
+        assert_ne!(
+            notify(&mut r) & layout::CQ_NOTIFY_NEXT,
+            0,
+            "arming for solicited completions undid the arming for the next one"
+        );
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.swap(0, Ordering::AcqRel);
+        cq.arm(false);
+        cq.arm(false);
+        assert_eq!(notify(&mut r), layout::CQ_NOTIFY_NEXT);
+    }
+
+    /// The canonical poll, arm, poll loop against a kernel that stores producer, then loads
+    /// notify (with a full barrier between): every completion is either polled or signalled.
+    #[test]
+    fn arm_and_completion_race_loses_no_wakeup() {
+        const N: u64 = 20_000;
+        let ring = Arc::new(std::sync::Mutex::new(Ring::new(64)));
+        let base = SendPtr(ring.lock().unwrap().base());
+        let wakeups = Arc::new(AtomicU32::new(0));
+        let kernel = {
+            let (ring, wakeups) = (ring.clone(), wakeups.clone());
+            std::thread::spawn(move || {
+                let mut next = 0;
+                while next < N {
+                    let mut r = ring.lock().unwrap();
+                    if !r.push(next) {
+                        drop(r);
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    next += 1;
+                    fence(Ordering::SeqCst);
+                    let notify = unsafe { word(r.base(), layout::CTRL_NOTIFY) };
+                    if notify.load(Ordering::Relaxed) & layout::CQ_NOTIFY_NEXT != 0
+                        && notify.swap(0, Ordering::AcqRel) != 0
+                    {
+                        wakeups.fetch_add(1, Ordering::Release);
+                    }
+                }
+            })
+        };
+        let mut cq = unsafe { CqState::new(base.0, 64) };
+        let mut out = [Cqe::default(); 8];
+        let (mut seen, mut waited) = (0u64, 0u32);
+        while seen < N {
+            let n = cq.poll(&mut out).unwrap();
+            seen += n as u64;
+            if n > 0 || seen == N {
+                continue;
+            }
+            cq.arm(false);
+            let n = cq.poll(&mut out).unwrap();
+            seen += n as u64;
+            if n > 0 {
+                continue;
+            }
+            // Wait for the wakeup: it must come, since the ring was empty after arming.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while wakeups.load(Ordering::Acquire) == waited {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "lost wakeup after {seen} completions"
+                );
+                std::thread::yield_now();
+            }
+            waited = wakeups.load(Ordering::Acquire);
+        }
+        kernel.join().unwrap();
     }
 
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
@@ -668,6 +766,7 @@ mod tests {
             "too many SGEs for 64-byte WQEs"
         );
         assert!(!rq.publish());
+        assert!(!rq.publish(), "an empty publish never asks for the doorbell");
         let base: *const u8 = mem.as_ptr().cast();
         assert_eq!(
             unsafe { word(base as *mut u8, layout::CTRL_PRODUCER) }.load(Ordering::Acquire),
@@ -702,6 +801,7 @@ mod tests {
         header[12..16].copy_from_slice(&layout::SEND_INLINE.to_ne_bytes());
         unsafe { sq.post_send(&header, &[sge]) }.unwrap();
         assert!(sq.publish(), "the kernel asked for the doorbell");
+        assert!(!sq.publish(), "nothing new published: no doorbell");
         let e0 = unsafe { (mem.as_ptr() as *const u8).add(layout::QUEUE_ENTRIES) };
         assert_eq!(
             unsafe { e0.add(20).cast::<u32>().read() },
