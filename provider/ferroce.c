@@ -211,6 +211,7 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 					struct ibv_qp_init_attr *attr)
 {
 	struct uferroce_create_qp_resp resp = {};
+	struct ferroce_wq_caps sq_caps, rq_caps;
 	struct ibv_create_qp cmd = {};
 	struct ferroce_qp *qp;
 	int ret;
@@ -227,11 +228,32 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 
+	/*
+	 * libibverbs copied the capabilities the kernel granted into
+	 * attr->cap: work requests are held to those.  A response whose rings
+	 * cannot hold them (short, zero, or nonsense sizes) fails the verb
+	 * before anything is mapped.
+	 */
+	sq_caps = (struct ferroce_wq_caps){
+		.qp_type = attr->qp_type,
+		.max_sge = attr->cap.max_send_sge,
+		.max_inline = attr->cap.max_inline_data,
+	};
+	rq_caps = (struct ferroce_wq_caps){
+		.qp_type = attr->qp_type,
+		.max_sge = attr->cap.max_recv_sge,
+	};
+	ret = ferroce_sq_check(&resp.sq_mi, resp.sq_wqe_size, &sq_caps);
+	if (!ret && !attr->srq)
+		ret = ferroce_rq_check(&resp.rq_mi, resp.rq_wqe_size, &rq_caps);
+	if (ret)
+		goto err_destroy;
+
 	ret = map_queue(pd->context, &resp.sq_mi, &qp->sq_ring);
 	if (ret)
 		goto err_destroy;
 	ferroce_wq_init(&qp->sq, qp->sq_ring.addr, resp.sq_mi.num_entries,
-			resp.sq_wqe_size);
+			resp.sq_wqe_size, &sq_caps);
 	if (!attr->srq) {
 		ret = map_queue(pd->context, &resp.rq_mi, &qp->rq_ring);
 		if (ret) {
@@ -239,7 +261,8 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 			goto err_destroy;
 		}
 		ferroce_wq_init(&qp->rq, qp->rq_ring.addr,
-				resp.rq_mi.num_entries, resp.rq_wqe_size);
+				resp.rq_mi.num_entries, resp.rq_wqe_size,
+				&rq_caps);
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -428,6 +451,7 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 					  struct ibv_srq_init_attr *attr)
 {
 	struct uferroce_create_srq_resp resp = {};
+	struct ferroce_wq_caps caps = {};
 	struct ibv_create_srq cmd = {};
 	struct ferroce_srq *srq;
 	int ret;
@@ -444,7 +468,11 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	ret = map_queue(pd->context, &resp.mi, &srq->ring);
+	/* Held to the max_sge the kernel granted (copied into attr). */
+	caps.max_sge = attr->attr.max_sge;
+	ret = ferroce_rq_check(&resp.mi, resp.wqe_size, &caps);
+	if (!ret)
+		ret = map_queue(pd->context, &resp.mi, &srq->ring);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
@@ -452,7 +480,7 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 	ferroce_wq_init(&srq->wq, srq->ring.addr, resp.mi.num_entries,
-			resp.wqe_size);
+			resp.wqe_size, &caps);
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &srq->vsrq.srq;
 }
@@ -463,6 +491,7 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	struct ferroce_srq *srq = to_fsrq(ibsrq);
 	struct uferroce_modify_srq cmd = {};
 	struct ferroce_mmap_info mi = {};
+	struct ferroce_wq_caps caps;
 	int ret;
 
 	/* A resize moves the ring: no post may run meanwhile. */
@@ -475,13 +504,23 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 
 	/*
 	 * The kernel moved the WQEs not yet taken to the new ring and set its
-	 * producer index.
+	 * producer index; the entries keep their size and the SRQ its caps.
 	 */
-	ret = remap_queue(ibsrq->context, &mi, &srq->ring);
-	if (ret)
+	caps = srq->wq.caps;
+	ret = ferroce_rq_check(&mi, srq->wq.wqe_size, &caps);
+	if (!ret)
+		ret = remap_queue(ibsrq->context, &mi, &srq->ring);
+	if (ret) {
+		/*
+		 * The kernel no longer reads the old ring: work posted there
+		 * would be lost without a trace.  Drop it; posts fail from now
+		 * on (EIO), and the SRQ can only be destroyed.
+		 */
+		unmap_queue(&srq->ring);
 		goto out;
+	}
 	ferroce_wq_init(&srq->wq, srq->ring.addr, mi.num_entries,
-			srq->wq.wqe_size);
+			srq->wq.wqe_size, &caps);
 out:
 	pthread_spin_unlock(&srq->lock);
 	return ret;
@@ -517,8 +556,14 @@ static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	/* An SRQ needs no doorbell: its work is taken as messages arrive. */
 	pthread_spin_lock(&srq->lock);
-	ret = post_recv_wrs(&srq->wq, wr, bad_wr);
-	ferroce_wq_publish(&srq->wq);
+	if (srq->ring.addr) {
+		ret = post_recv_wrs(&srq->wq, wr, bad_wr);
+		ferroce_wq_publish(&srq->wq);
+	} else {
+		/* A resize failed (see ferroce_modify_srq). */
+		*bad_wr = wr;
+		ret = EIO;
+	}
 	pthread_spin_unlock(&srq->lock);
 	return ret;
 }
@@ -545,7 +590,9 @@ static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 
-	ret = map_queue(context, &resp.mi, &cq->ring);
+	ret = ferroce_cq_check(&resp.mi);
+	if (!ret)
+		ret = map_queue(context, &resp.mi, &cq->ring);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
@@ -571,9 +618,18 @@ static int ferroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 		goto out;
 
 	/* The kernel moved the unpolled completions to the new ring. */
-	ret = remap_queue(ibcq->context, &resp.mi, &cq->ring);
-	if (ret)
+	ret = ferroce_cq_check(&resp.mi);
+	if (!ret)
+		ret = remap_queue(ibcq->context, &resp.mi, &cq->ring);
+	if (ret) {
+		/*
+		 * The old ring gets no more completions: polling it would
+		 * wait forever.  Drop it; polls fail from now on and the CQ
+		 * can only be destroyed.
+		 */
+		unmap_queue(&cq->ring);
 		goto out;
+	}
 	ferroce_cq_remap(&cq->state, cq->ring.addr, resp.mi.num_entries);
 out:
 	pthread_spin_unlock(&cq->lock);
@@ -616,6 +672,9 @@ SAME_FIELD(slid);
 SAME_FIELD(sl);
 SAME_FIELD(dlid_path_bits);
 static_assert(sizeof(struct ibv_wc) == 48, "struct ibv_wc changed size");
+/* struct WqState in provider/ring asserts the same size. */
+static_assert(sizeof(struct ferroce_wq_state) == 40,
+	      "struct ferroce_wq_state must match struct WqState");
 
 static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
@@ -623,7 +682,8 @@ static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int n;
 
 	pthread_spin_lock(&cq->lock);
-	n = ferroce_cq_poll(&cq->state, wc, ne);
+	/* No ring: a resize failed (see ferroce_resize_cq). */
+	n = cq->ring.addr ? ferroce_cq_poll(&cq->state, wc, ne) : -1;
 	pthread_spin_unlock(&cq->lock);
 	/* -1: the kernel put the CQ in error. */
 	return n;
@@ -632,6 +692,7 @@ static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct ferroce_cq *cq = to_fcq(ibcq);
+	int ret = 0;
 
 	/*
 	 * Armed in shared memory, no system call (see ferroce-abi.h): an
@@ -640,9 +701,12 @@ static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	 * would be lost.
 	 */
 	pthread_spin_lock(&cq->lock);
-	ferroce_cq_arm(&cq->state, solicited_only);
+	if (cq->ring.addr)
+		ferroce_cq_arm(&cq->state, solicited_only);
+	else
+		ret = EIO; /* a resize failed (see ferroce_resize_cq) */
 	pthread_spin_unlock(&cq->lock);
-	return 0;
+	return ret;
 }
 
 static const struct verbs_context_ops ferroce_ctx_ops = {
