@@ -9,6 +9,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,6 +336,21 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 	return 0;
 }
 
+/*
+ * Errors are reported as rxe's provider reports them (rxe_post_send,
+ * rxe_post_recv): an errno, and *bad_wr names the first work request that
+ * was not posted; those before it were.  Where ferroce differs:
+ * - rxe leaves *bad_wr NULL when the state refuses receive work; ferroce
+ *   names the first work request, as the verbs contract asks;
+ * - rxe rings the send doorbell on every call, ferroce only when this call
+ *   published work and the kernel asks for it (NEED_WAKEUP);
+ * - when the doorbell fails, rxe returns its error with *bad_wr NULL, as if
+ *   every work request had been posted.  The kernel took none of this
+ *   call's work then (the ring is in error, or the device is gone), so
+ *   ferroce names the first work request this call published.  It stays in
+ *   the ring, where nothing will execute it.
+ */
+
 /* Writes a chain of receive work requests; 0 or an errno and *bad_wr. */
 static int post_recv_wrs(struct ferroce_wq_state *wq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr)
@@ -360,21 +376,30 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct ferroce_qp *qp = to_fqp(ibqp);
 	int ret, doorbell;
 
-	if (!qp->rq_ring.addr) {
-		/* The QP receives from its SRQ. */
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
+	/*
+	 * No receive queue (the QP receives from its SRQ), or a QP in RESET,
+	 * which takes no work (IBTA C10-97.2.1; libibverbs keeps ibqp->state).
+	 * Every other state accepts receive work; in ERR it is flushed at once.
+	 */
+	if (!qp->rq_ring.addr || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	ret = post_recv_wrs(&qp->rq, wr, bad_wr);
+	/* Set while the QP is in error: the kernel flushes the new work. */
 	doorbell = ferroce_wq_publish(&qp->rq);
 	pthread_spin_unlock(&qp->rq_lock);
-	/* Set while the QP is in error: the kernel flushes the new work. */
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV);
 
-		if (!ret)
+		if (db) {
+			*bad_wr = wr;
 			ret = db;
+		}
 	}
 	return ret;
 }
@@ -408,13 +433,39 @@ static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *
 	}
 }
 
+/* Whether a QP in state can take send work (IBTA 10.8.2, C10-97.2.1). */
+static bool sq_accepts_work(enum ibv_qp_state state)
+{
+	switch (state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		/* RTS, SQD (queued), SQE and ERR (flushed at once). */
+		return true;
+	}
+}
+
 static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad_wr)
 {
 	struct ferroce_qp *qp = to_fqp(ibqp);
+	struct ibv_send_wr *first = wr;
 	struct ferroce_send_wqe w;
 	int ret = 0, doorbell;
 
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
+	/*
+	 * Refused before anything is written: work published now would stay
+	 * in the ring and be executed (or flushed) by a later state.
+	 */
+	if (!sq_accepts_work(ibqp->state)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		fill_send_wqe(&w, wr);
@@ -428,6 +479,7 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			w.wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 			w.wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
 		}
+		/* Checked against the QP's caps, then written (Rust). */
 		ret = ferroce_sq_post(&qp->sq, &w,
 				      (const struct ferroce_sge *)wr->sg_list,
 				      wr->num_sge);
@@ -436,13 +488,16 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			break;
 		}
 	}
+	/* 1 only if this call wrote work and the kernel asks to be told. */
 	doorbell = ferroce_wq_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND);
 
-		if (!ret)
+		if (db) {
+			*bad_wr = first;
 			ret = db;
+		}
 	}
 	return ret;
 }
@@ -554,6 +609,9 @@ static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct ferroce_srq *srq = to_fsrq(ibsrq);
 	int ret;
 
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
 	/* An SRQ needs no doorbell: its work is taken as messages arrive. */
 	pthread_spin_lock(&srq->lock);
 	if (srq->ring.addr) {
