@@ -19,7 +19,8 @@ void ferroce_cq_init(struct ferroce_cq_state *state, void *base,
 		     uint32_t num_entries);
 struct ibv_wc;
 /*
- * Up to max completions into out; -1 if the kernel put the queue in error.
+ * Up to max completions into out; -1 if the kernel put the queue in error,
+ * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion.
  * A struct ferroce_cqe starts with the fields of struct ibv_wc, so each
  * completion is copied once, from the ring to out.
  */

@@ -743,7 +743,10 @@ static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	/* No ring: a resize failed (see ferroce_resize_cq). */
 	n = cq->ring.addr ? ferroce_cq_poll(&cq->state, wc, ne) : -1;
 	pthread_spin_unlock(&cq->lock);
-	/* -1: the kernel put the CQ in error. */
+	/*
+	 * -1: the kernel put the CQ in error, or it overflowed (the owner got
+	 * IBV_EVENT_CQ_ERR) and the completions it held are all polled.
+	 */
 	return n;
 }
 

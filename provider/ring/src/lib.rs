@@ -30,6 +30,8 @@ pub mod layout {
     pub const QUEUE_ENTRIES: usize = 256;
     /// `FERROCE_QUEUE_ERROR`.
     pub const QUEUE_ERROR: u32 = 1;
+    /// `FERROCE_QUEUE_OVERFLOW`.
+    pub const QUEUE_OVERFLOW: u32 = 2;
     /// `FERROCE_CQ_NOTIFY_NEXT`.
     pub const CQ_NOTIFY_NEXT: u32 = 1;
     /// `FERROCE_CQ_NOTIFY_SOLICITED`.
@@ -596,6 +598,8 @@ pub struct CqState {
 pub enum PollError {
     /// The kernel marked the queue in error (a corrupted index, say).
     QueueError,
+    /// The CQ overflowed (a completion was lost) and holds no more completions.
+    Overflow,
 }
 
 impl CqState {
@@ -621,12 +625,23 @@ impl CqState {
 
     /// Moves up to `out.len()` completions out of the ring, oldest first, as whole entries or
     /// as `ibv_wc`s.
+    ///
+    /// An overflowed CQ lost a completion: the application cannot trust it to account for its
+    /// work, so once the completions it still holds are polled every poll fails instead of
+    /// reporting an empty CQ (on which the application would wait forever).
     pub fn poll<T: CqeView>(&mut self, out: &mut [T]) -> Result<usize, PollError> {
-        if self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_ERROR != 0 {
+        // Flags before producer: the kernel publishes its last completion, then sets
+        // OVERFLOW (both release), so once this acquire load sees OVERFLOW the producer load
+        // below sees every completion the ring will ever hold, and "empty" is final.
+        let flags = self.word(layout::CTRL_FLAGS).load(Ordering::Acquire);
+        if flags & layout::QUEUE_ERROR != 0 {
             return Err(PollError::QueueError);
         }
         let producer = self.word(layout::CTRL_PRODUCER).load(Ordering::Acquire);
         let ready = producer.wrapping_sub(self.consumer).min(self.num_entries) as usize;
+        if ready == 0 && flags & layout::QUEUE_OVERFLOW != 0 {
+            return Err(PollError::Overflow);
+        }
         let n = ready.min(out.len());
         for (i, slot) in out.iter_mut().take(n).enumerate() {
             let index = self.consumer.wrapping_add(i as u32) & (self.num_entries - 1);
@@ -698,7 +713,7 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
 }
 
 /// C entry point: polls up to `max` completions into `out` (`struct ibv_wc`s); returns how
-/// many, or -1 if the kernel put the queue in error.
+/// many, or -1 if the kernel put the queue in error or it overflowed and is empty.
 ///
 /// # Safety
 ///
@@ -717,7 +732,7 @@ pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max:
     };
     match state.poll(out) {
         Ok(n) => n as i32,
-        Err(PollError::QueueError) => -1,
+        Err(PollError::QueueError | PollError::Overflow) => -1,
     }
 }
 
@@ -959,6 +974,50 @@ mod tests {
     }
 
     /// A work queue whose caps are what its entries have room for.
+    #[test]
+    fn overflowed_cq_returns_what_it_holds_then_fails() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let mut next = 0;
+        while r.push(next) {
+            next += 1;
+        }
+        // The kernel lost the fifth completion.
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        let mut out = [Wc::default(); 3];
+        assert_eq!(cq.poll(&mut out), Ok(3));
+        assert_eq!(out.map(|c| c.wr_id), [0, 1, 2]);
+        assert_eq!(cq.poll(&mut out), Ok(1));
+        assert_eq!(out[0].wr_id, 3);
+        for _ in 0..3 {
+            assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
+        }
+        let mut wc = [Wc::default(); 2];
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, wc.as_mut_ptr(), 2) },
+            -1,
+            "the C entry point fails too"
+        );
+    }
+
+    #[test]
+    fn overflow_flag_with_completions_left_polls_them_first() {
+        let mut r = Ring::new(8);
+        let mut cq = unsafe { CqState::new(r.base(), 8) };
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        let mut out = [Cqe::default(); 8];
+        assert_eq!(
+            cq.poll(&mut out[..0]),
+            Ok(0),
+            "asking for none fails nothing"
+        );
+        assert_eq!(cq.poll(&mut out), Ok(1));
+        assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
+    }
+
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
         let caps = WqCaps {
             qp_type: qp_type::RC,
