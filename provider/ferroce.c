@@ -803,21 +803,29 @@ static struct verbs_context *ferroce_alloc_context(struct ibv_device *ibdev,
 						   int cmd_fd,
 						   void *private_data)
 {
+	struct uferroce_alloc_ucontext_resp resp = {};
+	struct uferroce_alloc_ucontext cmd = {};
 	struct ferroce_context *ctx;
-	struct ibv_get_context cmd = {};
-	struct ib_uverbs_get_context_resp resp = {};
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_FERROCE);
 	if (!ctx)
 		return NULL;
 
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
-				sizeof(resp))) {
+	/*
+	 * Features are negotiated (struct ferroce_alloc_ucontext_cmd): ask for
+	 * those this provider supports, keep those the kernel enables.  A
+	 * kernel that writes no response leaves resp zeroed: no feature.
+	 */
+	cmd.comp_mask = FERROCE_PROVIDER_FEATURES;
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp))) {
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
 		return NULL;
 	}
+	/* The kernel may only enable what was asked for; ignore anything else. */
+	ctx->comp_mask = resp.comp_mask & FERROCE_PROVIDER_FEATURES;
 
 	verbs_set_ops(&ctx->ibv_ctx, &ferroce_ctx_ops);
 	return &ctx->ibv_ctx;
