@@ -19,15 +19,32 @@ void ferroce_cq_init(struct ferroce_cq_state *state, void *base,
 		     uint32_t num_entries);
 struct ibv_wc;
 /*
- * Up to max completions into out; -1 if the kernel put the queue in error.
+ * Up to max completions into out; -1 if the kernel put the queue in error,
+ * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion.
  * A struct ferroce_cqe starts with the fields of struct ibv_wc, so each
  * completion is copied once, from the ring to out.
  */
 int ferroce_cq_poll(struct ferroce_cq_state *state, struct ibv_wc *out,
 		    int max);
+/*
+ * ORs FERROCE_CQ_NOTIFY_NEXT (or _SOLICITED) into notify, then a full
+ * barrier: the next poll sees every completion the kernel did not signal.
+ */
 void ferroce_cq_arm(const struct ferroce_cq_state *state, int solicited_only);
 void ferroce_cq_remap(struct ferroce_cq_state *state, void *base,
 		      uint32_t num_entries);
+
+/*
+ * What a work queue accepts (struct WqCaps): the capabilities its QP or SRQ
+ * was created with, as the kernel returned them in ibv_qp_cap or
+ * ibv_srq_attr.  Work requests are checked against these, not against the
+ * room in a ring entry, which can be larger.
+ */
+struct ferroce_wq_caps {
+	uint32_t qp_type;	/* enum ibv_qp_type; send queues only */
+	uint32_t max_sge;
+	uint32_t max_inline;	/* send queues only */
+};
 
 /* The producer side of a work queue (struct WqState in provider/ring). */
 struct ferroce_wq_state {
@@ -36,17 +53,40 @@ struct ferroce_wq_state {
 	uint32_t wqe_size;
 	uint32_t producer;
 	uint32_t unpublished;
+	struct ferroce_wq_caps caps;
 };
 
+/*
+ * Checks of what create (or resize) responses describe, before anything is
+ * mapped: 0, or EINVAL when the queue is not a non-zero power of two of
+ * power-of-two entries with room for their header and the caps, inside the
+ * mapping.  Only a checked queue is passed to ferroce_*_init.
+ */
+int ferroce_sq_check(const struct ferroce_mmap_info *mi, uint32_t wqe_size,
+		     const struct ferroce_wq_caps *caps);
+int ferroce_rq_check(const struct ferroce_mmap_info *mi, uint32_t wqe_size,
+		     const struct ferroce_wq_caps *caps);
+int ferroce_cq_check(const struct ferroce_mmap_info *mi);
+
 void ferroce_wq_init(struct ferroce_wq_state *state, void *base,
-		     uint32_t num_entries, uint32_t wqe_size);
-/* Write a WQE (not yet visible to the kernel): 0 or an errno. */
+		     uint32_t num_entries, uint32_t wqe_size,
+		     const struct ferroce_wq_caps *caps);
+/*
+ * Write a WQE (not yet visible to the kernel): 0 or an errno.  The work
+ * request is checked against the caps first (SGEs, inline size, opcode for
+ * the QP type, atomic alignment): EINVAL, and nothing written, if it does
+ * not fit.
+ */
 int ferroce_rq_post(struct ferroce_wq_state *state, uint64_t wr_id,
 		    const struct ferroce_sge *sges, int num_sge);
 int ferroce_sq_post(struct ferroce_wq_state *state,
 		    const struct ferroce_send_wqe *header,
 		    const struct ferroce_sge *sges, int num_sge);
-/* Publish the written WQEs; 1 if the kernel asks for the doorbell. */
+/*
+ * Publish the written WQEs: release-store the producer index, full barrier,
+ * load NEED_WAKEUP.  1 if this call published work and the kernel asks for
+ * the doorbell; never 1 when nothing was written.
+ */
 int ferroce_wq_publish(struct ferroce_wq_state *state);
 
 #endif /* FERROCE_RING_H */

@@ -9,6 +9,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,7 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 					struct ibv_qp_init_attr *attr)
 {
 	struct uferroce_create_qp_resp resp = {};
+	struct ferroce_wq_caps sq_caps, rq_caps;
 	struct ibv_create_qp cmd = {};
 	struct ferroce_qp *qp;
 	int ret;
@@ -227,11 +229,32 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 
+	/*
+	 * libibverbs copied the capabilities the kernel granted into
+	 * attr->cap: work requests are held to those.  A response whose rings
+	 * cannot hold them (short, zero, or nonsense sizes) fails the verb
+	 * before anything is mapped.
+	 */
+	sq_caps = (struct ferroce_wq_caps){
+		.qp_type = attr->qp_type,
+		.max_sge = attr->cap.max_send_sge,
+		.max_inline = attr->cap.max_inline_data,
+	};
+	rq_caps = (struct ferroce_wq_caps){
+		.qp_type = attr->qp_type,
+		.max_sge = attr->cap.max_recv_sge,
+	};
+	ret = ferroce_sq_check(&resp.sq_mi, resp.sq_wqe_size, &sq_caps);
+	if (!ret && !attr->srq)
+		ret = ferroce_rq_check(&resp.rq_mi, resp.rq_wqe_size, &rq_caps);
+	if (ret)
+		goto err_destroy;
+
 	ret = map_queue(pd->context, &resp.sq_mi, &qp->sq_ring);
 	if (ret)
 		goto err_destroy;
 	ferroce_wq_init(&qp->sq, qp->sq_ring.addr, resp.sq_mi.num_entries,
-			resp.sq_wqe_size);
+			resp.sq_wqe_size, &sq_caps);
 	if (!attr->srq) {
 		ret = map_queue(pd->context, &resp.rq_mi, &qp->rq_ring);
 		if (ret) {
@@ -239,7 +262,8 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 			goto err_destroy;
 		}
 		ferroce_wq_init(&qp->rq, qp->rq_ring.addr,
-				resp.rq_mi.num_entries, resp.rq_wqe_size);
+				resp.rq_mi.num_entries, resp.rq_wqe_size,
+				&rq_caps);
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -312,6 +336,21 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 	return 0;
 }
 
+/*
+ * Errors are reported as rxe's provider reports them (rxe_post_send,
+ * rxe_post_recv): an errno, and *bad_wr names the first work request that
+ * was not posted; those before it were.  Where ferroce differs:
+ * - rxe leaves *bad_wr NULL when the state refuses receive work; ferroce
+ *   names the first work request, as the verbs contract asks;
+ * - rxe rings the send doorbell on every call, ferroce only when this call
+ *   published work and the kernel asks for it (NEED_WAKEUP);
+ * - when the doorbell fails, rxe returns its error with *bad_wr NULL, as if
+ *   every work request had been posted.  The kernel took none of this
+ *   call's work then (the ring is in error, or the device is gone), so
+ *   ferroce names the first work request this call published.  It stays in
+ *   the ring, where nothing will execute it.
+ */
+
 /* Writes a chain of receive work requests; 0 or an errno and *bad_wr. */
 static int post_recv_wrs(struct ferroce_wq_state *wq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr)
@@ -337,21 +376,30 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	struct ferroce_qp *qp = to_fqp(ibqp);
 	int ret, doorbell;
 
-	if (!qp->rq_ring.addr) {
-		/* The QP receives from its SRQ. */
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
+	/*
+	 * No receive queue (the QP receives from its SRQ), or a QP in RESET,
+	 * which takes no work (IBTA C10-97.2.1; libibverbs keeps ibqp->state).
+	 * Every other state accepts receive work; in ERR it is flushed at once.
+	 */
+	if (!qp->rq_ring.addr || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	ret = post_recv_wrs(&qp->rq, wr, bad_wr);
+	/* Set while the QP is in error: the kernel flushes the new work. */
 	doorbell = ferroce_wq_publish(&qp->rq);
 	pthread_spin_unlock(&qp->rq_lock);
-	/* Set while the QP is in error: the kernel flushes the new work. */
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV);
 
-		if (!ret)
+		if (db) {
+			*bad_wr = wr;
 			ret = db;
+		}
 	}
 	return ret;
 }
@@ -385,13 +433,39 @@ static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *
 	}
 }
 
+/* Whether a QP in state can take send work (IBTA 10.8.2, C10-97.2.1). */
+static bool sq_accepts_work(enum ibv_qp_state state)
+{
+	switch (state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		/* RTS, SQD (queued), SQE and ERR (flushed at once). */
+		return true;
+	}
+}
+
 static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad_wr)
 {
 	struct ferroce_qp *qp = to_fqp(ibqp);
+	struct ibv_send_wr *first = wr;
 	struct ferroce_send_wqe w;
 	int ret = 0, doorbell;
 
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
+	/*
+	 * Refused before anything is written: work published now would stay
+	 * in the ring and be executed (or flushed) by a later state.
+	 */
+	if (!sq_accepts_work(ibqp->state)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		fill_send_wqe(&w, wr);
@@ -405,6 +479,7 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			w.wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
 			w.wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
 		}
+		/* Checked against the QP's caps, then written (Rust). */
 		ret = ferroce_sq_post(&qp->sq, &w,
 				      (const struct ferroce_sge *)wr->sg_list,
 				      wr->num_sge);
@@ -413,13 +488,16 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			break;
 		}
 	}
+	/* 1 only if this call wrote work and the kernel asks to be told. */
 	doorbell = ferroce_wq_publish(&qp->sq);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND);
 
-		if (!ret)
+		if (db) {
+			*bad_wr = first;
 			ret = db;
+		}
 	}
 	return ret;
 }
@@ -428,6 +506,7 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 					  struct ibv_srq_init_attr *attr)
 {
 	struct uferroce_create_srq_resp resp = {};
+	struct ferroce_wq_caps caps = {};
 	struct ibv_create_srq cmd = {};
 	struct ferroce_srq *srq;
 	int ret;
@@ -444,7 +523,11 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	ret = map_queue(pd->context, &resp.mi, &srq->ring);
+	/* Held to the max_sge the kernel granted (copied into attr). */
+	caps.max_sge = attr->attr.max_sge;
+	ret = ferroce_rq_check(&resp.mi, resp.wqe_size, &caps);
+	if (!ret)
+		ret = map_queue(pd->context, &resp.mi, &srq->ring);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
@@ -452,7 +535,7 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 	ferroce_wq_init(&srq->wq, srq->ring.addr, resp.mi.num_entries,
-			resp.wqe_size);
+			resp.wqe_size, &caps);
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &srq->vsrq.srq;
 }
@@ -463,6 +546,7 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	struct ferroce_srq *srq = to_fsrq(ibsrq);
 	struct uferroce_modify_srq cmd = {};
 	struct ferroce_mmap_info mi = {};
+	struct ferroce_wq_caps caps;
 	int ret;
 
 	/* A resize moves the ring: no post may run meanwhile. */
@@ -475,13 +559,23 @@ static int ferroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 
 	/*
 	 * The kernel moved the WQEs not yet taken to the new ring and set its
-	 * producer index.
+	 * producer index; the entries keep their size and the SRQ its caps.
 	 */
-	ret = remap_queue(ibsrq->context, &mi, &srq->ring);
-	if (ret)
+	caps = srq->wq.caps;
+	ret = ferroce_rq_check(&mi, srq->wq.wqe_size, &caps);
+	if (!ret)
+		ret = remap_queue(ibsrq->context, &mi, &srq->ring);
+	if (ret) {
+		/*
+		 * The kernel no longer reads the old ring: work posted there
+		 * would be lost without a trace.  Drop it; posts fail from now
+		 * on (EIO), and the SRQ can only be destroyed.
+		 */
+		unmap_queue(&srq->ring);
 		goto out;
+	}
 	ferroce_wq_init(&srq->wq, srq->ring.addr, mi.num_entries,
-			srq->wq.wqe_size);
+			srq->wq.wqe_size, &caps);
 out:
 	pthread_spin_unlock(&srq->lock);
 	return ret;
@@ -515,10 +609,19 @@ static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct ferroce_srq *srq = to_fsrq(ibsrq);
 	int ret;
 
+	if (!bad_wr)
+		return EINVAL;
+	*bad_wr = NULL;
 	/* An SRQ needs no doorbell: its work is taken as messages arrive. */
 	pthread_spin_lock(&srq->lock);
-	ret = post_recv_wrs(&srq->wq, wr, bad_wr);
-	ferroce_wq_publish(&srq->wq);
+	if (srq->ring.addr) {
+		ret = post_recv_wrs(&srq->wq, wr, bad_wr);
+		ferroce_wq_publish(&srq->wq);
+	} else {
+		/* A resize failed (see ferroce_modify_srq). */
+		*bad_wr = wr;
+		ret = EIO;
+	}
 	pthread_spin_unlock(&srq->lock);
 	return ret;
 }
@@ -545,7 +648,9 @@ static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 
-	ret = map_queue(context, &resp.mi, &cq->ring);
+	ret = ferroce_cq_check(&resp.mi);
+	if (!ret)
+		ret = map_queue(context, &resp.mi, &cq->ring);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
@@ -571,9 +676,18 @@ static int ferroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 		goto out;
 
 	/* The kernel moved the unpolled completions to the new ring. */
-	ret = remap_queue(ibcq->context, &resp.mi, &cq->ring);
-	if (ret)
+	ret = ferroce_cq_check(&resp.mi);
+	if (!ret)
+		ret = remap_queue(ibcq->context, &resp.mi, &cq->ring);
+	if (ret) {
+		/*
+		 * The old ring gets no more completions: polling it would
+		 * wait forever.  Drop it; polls fail from now on and the CQ
+		 * can only be destroyed.
+		 */
+		unmap_queue(&cq->ring);
 		goto out;
+	}
 	ferroce_cq_remap(&cq->state, cq->ring.addr, resp.mi.num_entries);
 out:
 	pthread_spin_unlock(&cq->lock);
@@ -616,6 +730,9 @@ SAME_FIELD(slid);
 SAME_FIELD(sl);
 SAME_FIELD(dlid_path_bits);
 static_assert(sizeof(struct ibv_wc) == 48, "struct ibv_wc changed size");
+/* struct WqState in provider/ring asserts the same size. */
+static_assert(sizeof(struct ferroce_wq_state) == 40,
+	      "struct ferroce_wq_state must match struct WqState");
 
 static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
@@ -623,17 +740,34 @@ static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int n;
 
 	pthread_spin_lock(&cq->lock);
-	n = ferroce_cq_poll(&cq->state, wc, ne);
+	/* No ring: a resize failed (see ferroce_resize_cq). */
+	n = cq->ring.addr ? ferroce_cq_poll(&cq->state, wc, ne) : -1;
 	pthread_spin_unlock(&cq->lock);
-	/* -1: the kernel put the CQ in error. */
+	/*
+	 * -1: the kernel put the CQ in error, or it overflowed (the owner got
+	 * IBV_EVENT_CQ_ERR) and the completions it held are all polled.
+	 */
 	return n;
 }
 
 static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	/* Armed in shared memory: no system call (see ferroce-abi.h). */
-	ferroce_cq_arm(&to_fcq(ibcq)->state, solicited_only);
-	return 0;
+	struct ferroce_cq *cq = to_fcq(ibcq);
+	int ret = 0;
+
+	/*
+	 * Armed in shared memory, no system call (see ferroce-abi.h): an
+	 * atomic OR and a full barrier.  Under the CQ lock, which a resize
+	 * holds while it moves the CQ to a new ring: arming the old ring
+	 * would be lost.
+	 */
+	pthread_spin_lock(&cq->lock);
+	if (cq->ring.addr)
+		ferroce_cq_arm(&cq->state, solicited_only);
+	else
+		ret = EIO; /* a resize failed (see ferroce_resize_cq) */
+	pthread_spin_unlock(&cq->lock);
+	return ret;
 }
 
 static const struct verbs_context_ops ferroce_ctx_ops = {
@@ -669,21 +803,29 @@ static struct verbs_context *ferroce_alloc_context(struct ibv_device *ibdev,
 						   int cmd_fd,
 						   void *private_data)
 {
+	struct uferroce_alloc_ucontext_resp resp = {};
+	struct uferroce_alloc_ucontext cmd = {};
 	struct ferroce_context *ctx;
-	struct ibv_get_context cmd = {};
-	struct ib_uverbs_get_context_resp resp = {};
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_FERROCE);
 	if (!ctx)
 		return NULL;
 
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
-				sizeof(resp))) {
+	/*
+	 * Features are negotiated (struct ferroce_alloc_ucontext_cmd): ask for
+	 * those this provider supports, keep those the kernel enables.  A
+	 * kernel that writes no response leaves resp zeroed: no feature.
+	 */
+	cmd.comp_mask = FERROCE_PROVIDER_FEATURES;
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp))) {
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
 		return NULL;
 	}
+	/* The kernel may only enable what was asked for; ignore anything else. */
+	ctx->comp_mask = resp.comp_mask & FERROCE_PROVIDER_FEATURES;
 
 	verbs_set_ops(&ctx->ibv_ctx, &ferroce_ctx_ops);
 	return &ctx->ibv_ctx;

@@ -20,8 +20,19 @@ struct ferroce_device {
 	struct verbs_device ibv_dev;
 };
 
+/*
+ * The FERROCE_UCTX_* features (ferroce-abi.h) this provider implements,
+ * asked for in GET_CONTEXT.  None is defined yet.
+ */
+#define FERROCE_PROVIDER_FEATURES 0ULL
+
 struct ferroce_context {
 	struct verbs_context ibv_ctx;
+	/*
+	 * The FERROCE_UCTX_* features the kernel enabled for this context: a
+	 * feature's code paths test its bit here.
+	 */
+	uint64_t comp_mask;
 };
 
 struct ferroce_cq {

@@ -7,8 +7,14 @@
 //! indices are free-running u32 counters on their own cache lines; each side publishes its
 //! index with a release store and reads the other's with an acquire load. The C part of the
 //! provider (`ferroce.c`) holds a [`CqState`] per CQ and calls the `ferroce_cq_*` functions.
+//!
+//! Wakeups are the exception to release/acquire: arming a CQ and publishing work to a queue
+//! whose kernel side may be asleep are each a store followed by a load of what the other side
+//! stores, and release/acquire never orders a store before a later load. Both sides put a full
+//! barrier ([`fence`]`(SeqCst)`, `smp_mb()` in the kernel) between the two, as io_uring does
+//! for `IORING_SQ_NEED_WAKEUP`; see `include/uapi/rdma/ferroce-abi.h`.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
 pub mod layout {
@@ -24,6 +30,8 @@ pub mod layout {
     pub const QUEUE_ENTRIES: usize = 256;
     /// `FERROCE_QUEUE_ERROR`.
     pub const QUEUE_ERROR: u32 = 1;
+    /// `FERROCE_QUEUE_OVERFLOW`.
+    pub const QUEUE_OVERFLOW: u32 = 2;
     /// `FERROCE_CQ_NOTIFY_NEXT`.
     pub const CQ_NOTIFY_NEXT: u32 = 1;
     /// `FERROCE_CQ_NOTIFY_SOLICITED`.
@@ -36,6 +44,154 @@ pub mod layout {
     pub const RECV_WQE_HEADER: usize = 16;
     /// `IBV_SEND_INLINE`.
     pub const SEND_INLINE: u32 = 8;
+    /// `sizeof(struct ferroce_sge)`.
+    pub const SGE_SIZE: usize = 16;
+    /// `struct ferroce_send_wqe`: `opcode`, `send_flags` and `wr.atomic.remote_addr`.
+    pub const SEND_OPCODE: usize = 8;
+    pub const SEND_FLAGS: usize = 12;
+    pub const SEND_REMOTE_ADDR: usize = 32;
+}
+
+/// `enum ibv_wr_opcode`.
+pub mod opcode {
+    pub const RDMA_WRITE: u32 = 0;
+    pub const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub const SEND: u32 = 2;
+    pub const SEND_WITH_IMM: u32 = 3;
+    pub const RDMA_READ: u32 = 4;
+    pub const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub const LOCAL_INV: u32 = 7;
+    pub const BIND_MW: u32 = 8;
+    pub const SEND_WITH_INV: u32 = 9;
+}
+
+/// `enum ibv_qp_type`.
+pub mod qp_type {
+    pub const RC: u32 = 2;
+    pub const UC: u32 = 3;
+    pub const UD: u32 = 4;
+}
+
+/// What a work queue accepts (`struct ferroce_wq_caps`): the capabilities its QP or SRQ was
+/// created with, as the kernel returned them (`ibv_qp_cap`, `ibv_srq_attr`), which can be less
+/// than what a ring entry has room for.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WqCaps {
+    /// `enum ibv_qp_type` of the QP (send queues only).
+    pub qp_type: u32,
+    /// `max_send_sge`, `max_recv_sge` or the SRQ's `max_sge`.
+    pub max_sge: u32,
+    /// `max_inline_data` (send queues only).
+    pub max_inline: u32,
+}
+
+/// Whether a QP of type `qp_type` can post send work requests of `opcode`. Others are refused
+/// at posting, as rxe's kernel refuses them (there are no memory windows, no local
+/// invalidation, no TSO).
+pub fn opcode_allowed(qp_type: u32, opcode: u32) -> bool {
+    use opcode::*;
+    match qp_type {
+        qp_type::UD => matches!(opcode, SEND | SEND_WITH_IMM),
+        qp_type::UC => matches!(
+            opcode,
+            SEND | SEND_WITH_IMM | RDMA_WRITE | RDMA_WRITE_WITH_IMM
+        ),
+        qp_type::RC => matches!(
+            opcode,
+            SEND | SEND_WITH_IMM
+                | RDMA_WRITE
+                | RDMA_WRITE_WITH_IMM
+                | RDMA_READ
+                | ATOMIC_CMP_AND_SWP
+                | ATOMIC_FETCH_AND_ADD
+                | SEND_WITH_INV
+        ),
+        _ => false,
+    }
+}
+
+fn is_atomic(opcode: u32) -> bool {
+    matches!(
+        opcode,
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    )
+}
+
+/// Checks a send work request (its `struct ferroce_send_wqe` header and SGEs) against the QP's
+/// capabilities, with the rules of rxe's `validate_send_wr` and the opcodes the QP type has:
+/// at most `max_sge` SGEs; atomics on an 8-byte aligned remote address with at least 8 bytes
+/// of local buffer; inline data at most `max_inline_data` bytes and never for RDMA reads or
+/// atomics (they write the local buffer).
+pub fn check_send_wr(caps: &WqCaps, header: &[u8; 64], sges: &[Sge]) -> Result<(), i32> {
+    let u32_at = |at: usize| u32::from_ne_bytes(header[at..at + 4].try_into().unwrap());
+    let opcode = u32_at(layout::SEND_OPCODE);
+    let flags = u32_at(layout::SEND_FLAGS);
+    let remote_addr = u64::from_ne_bytes(
+        header[layout::SEND_REMOTE_ADDR..layout::SEND_REMOTE_ADDR + 8]
+            .try_into()
+            .unwrap(),
+    );
+    if !opcode_allowed(caps.qp_type, opcode) || sges.len() > caps.max_sge as usize {
+        return Err(errno::EINVAL);
+    }
+    let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if is_atomic(opcode) && (length < 8 || remote_addr & 7 != 0) {
+        return Err(errno::EINVAL);
+    }
+    if flags & layout::SEND_INLINE != 0
+        && (length > u64::from(caps.max_inline) || opcode == opcode::RDMA_READ || is_atomic(opcode))
+    {
+        return Err(errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks a receive work request against the QP's (or SRQ's) capabilities.
+pub fn check_recv_wr(caps: &WqCaps, sges: &[Sge]) -> Result<(), i32> {
+    if sges.len() > caps.max_sge as usize {
+        return Err(errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// `struct ferroce_mmap_info`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmapInfo {
+    pub offset: u64,
+    pub size: u32,
+    pub num_entries: u32,
+}
+
+/// Whether a queue the kernel described is one the provider can use: a non-zero power of two
+/// of entries, each a power of two of at least `header + body` bytes, all inside the mapping.
+/// Computed in u64, so no response can overflow or underflow a size.
+fn queue_ok(mi: &MmapInfo, entry_size: u32, header: u64, body: u64) -> bool {
+    mi.num_entries.is_power_of_two()
+        && entry_size.is_power_of_two()
+        && u64::from(entry_size) >= header + body
+        && u64::from(mi.size)
+            >= layout::QUEUE_ENTRIES as u64 + u64::from(mi.num_entries) * u64::from(entry_size)
+}
+
+/// Whether a CQ's ring (`create_cq`, `resize_cq`) is usable.
+pub fn cq_ok(mi: &MmapInfo) -> bool {
+    let cqe = core::mem::size_of::<Cqe>() as u32;
+    queue_ok(mi, cqe, u64::from(cqe), 0)
+}
+
+/// Whether a send queue of `wqe_size` entries holds work requests up to `caps`.
+pub fn sq_ok(mi: &MmapInfo, wqe_size: u32, caps: &WqCaps) -> bool {
+    let body = (u64::from(caps.max_sge) * layout::SGE_SIZE as u64).max(u64::from(caps.max_inline));
+    queue_ok(mi, wqe_size, layout::SEND_WQE_HEADER as u64, body)
+}
+
+/// Whether a receive queue (or SRQ) of `wqe_size` entries holds work requests up to `caps`.
+pub fn rq_ok(mi: &MmapInfo, wqe_size: u32, caps: &WqCaps) -> bool {
+    let body = u64::from(caps.max_sge) * layout::SGE_SIZE as u64;
+    queue_ok(mi, wqe_size, layout::RECV_WQE_HEADER as u64, body)
 }
 
 /// `struct ferroce_sge`, which has the layout of `struct ibv_sge`.
@@ -47,7 +203,7 @@ pub struct Sge {
     pub lkey: u32,
 }
 
-/// The producer side of a work queue (SQ or RQ), embedded in the C provider's QP.
+/// The producer side of a work queue (SQ, RQ or SRQ), embedded in the C provider's QP or SRQ.
 #[repr(C)]
 pub struct WqState {
     base: *mut u8,
@@ -57,7 +213,12 @@ pub struct WqState {
     producer: u32,
     /// Entries written since the last publish.
     unpublished: u32,
+    /// What each work request is checked against.
+    caps: WqCaps,
 }
+
+// `struct ferroce_wq_state` in ferroce-ring.h, which ferroce.c checks too.
+const _: () = assert!(core::mem::size_of::<WqState>() == 40);
 
 /// Why a post failed (errno values, as `ibv_post_*` return them).
 pub mod errno {
@@ -73,8 +234,9 @@ impl WqState {
     /// # Safety
     ///
     /// `base` must map a work queue of `num_entries` (a power of two) entries of `wqe_size`
-    /// bytes that stays mapped while the state is used.
-    pub unsafe fn new(base: *mut u8, num_entries: u32, wqe_size: u32) -> Self {
+    /// bytes that stays mapped while the state is used, and those entries must hold work
+    /// requests up to `caps` ([`sq_ok`] or [`rq_ok`] said so).
+    pub unsafe fn new(base: *mut u8, num_entries: u32, wqe_size: u32, caps: WqCaps) -> Self {
         // SAFETY: The producer word is inside the control block.
         let producer = unsafe { word(base, layout::CTRL_PRODUCER) }.load(Ordering::Relaxed);
         WqState {
@@ -83,6 +245,7 @@ impl WqState {
             wqe_size,
             producer,
             unpublished: 0,
+            caps,
         }
     }
 
@@ -109,21 +272,31 @@ impl WqState {
         })
     }
 
-    /// Makes the written entries visible to the kernel; returns whether the kernel asks for the
-    /// doorbell system call.
+    /// Makes the written entries visible to the kernel; returns whether the kernel must be told
+    /// with the doorbell system call. Nothing written, nothing to tell: an empty publish never
+    /// asks for the doorbell.
     pub fn publish(&mut self) -> bool {
-        if self.unpublished != 0 {
-            self.producer = self.producer.wrapping_add(self.unpublished);
-            self.unpublished = 0;
-            self.word(layout::CTRL_PRODUCER)
-                .store(self.producer, Ordering::Release);
+        if self.unpublished == 0 {
+            return false;
         }
-        self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_NEED_WAKEUP != 0
+        self.producer = self.producer.wrapping_add(self.unpublished);
+        self.unpublished = 0;
+        self.word(layout::CTRL_PRODUCER)
+            .store(self.producer, Ordering::Release);
+        // Store producer, then load NEED_WAKEUP; a kernel poller going to sleep sets
+        // NEED_WAKEUP, then loads producer. Without a full barrier on both sides each load can
+        // pass the other side's store (store->load reordering, which release/acquire allows):
+        // the poller sleeps on an old producer while we skip the doorbell, and the work waits
+        // forever. With the barriers at least one side sees the other's store.
+        fence(Ordering::SeqCst);
+        self.word(layout::CTRL_FLAGS).load(Ordering::Relaxed) & layout::QUEUE_NEED_WAKEUP != 0
     }
 
-    /// Writes a receive WQE (not yet published).
+    /// Writes a receive WQE (not yet published); nothing is written if it fails.
     pub fn post_recv(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), i32> {
-        if layout::RECV_WQE_HEADER + sges.len() * 16 > self.wqe_size as usize {
+        check_recv_wr(&self.caps, sges)?;
+        // Implied by the caps (rq_ok), checked again because the slot write relies on it.
+        if layout::RECV_WQE_HEADER + sges.len() * layout::SGE_SIZE > self.wqe_size as usize {
             return Err(errno::EINVAL);
         }
         let slot = self.next_slot()?;
@@ -144,22 +317,28 @@ impl WqState {
 
     /// Writes a send WQE (not yet published): `header` is a `struct ferroce_send_wqe` header
     /// the caller filled in; with `IBV_SEND_INLINE` the SGEs' bytes are copied into the WQE.
+    /// The work request is checked against the QP's capabilities first ([`check_send_wr`]):
+    /// nothing is written if it fails.
     ///
     /// # Safety
     ///
     /// With `IBV_SEND_INLINE`, every SGE must describe readable memory of this process.
     pub unsafe fn post_send(&mut self, header: &[u8; 64], sges: &[Sge]) -> Result<(), i32> {
+        check_send_wr(&self.caps, header, sges)?;
         let flags = u32::from_ne_bytes(header[12..16].try_into().unwrap());
-        let room = self.wqe_size as usize - layout::SEND_WQE_HEADER;
+        // The caps fit the entry (sq_ok), so neither can fail; checked again because the slot
+        // writes rely on it, and saturating so that no state can make the room wrap.
+        let room = (self.wqe_size as usize).saturating_sub(layout::SEND_WQE_HEADER);
         let inline = flags & layout::SEND_INLINE != 0;
         let body = if inline {
-            sges.iter().map(|s| s.length as usize).sum::<usize>()
+            sges.iter().map(|s| s.length as u64).sum::<u64>()
         } else {
-            sges.len() * 16
+            (sges.len() * layout::SGE_SIZE) as u64
         };
-        if body > room {
+        if body > room as u64 {
             return Err(errno::EINVAL);
         }
+        let body = body as usize;
         let slot = self.next_slot()?;
         // SAFETY: The slot holds `wqe_size` bytes: the header and `body` <= room bytes.
         unsafe {
@@ -194,16 +373,73 @@ impl WqState {
 ///
 /// # Safety
 ///
-/// As for [`WqState::new`]; `state` must be writable.
+/// As for [`WqState::new`]; `state` must be writable, `caps` readable.
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_wq_init(
     state: *mut WqState,
     base: *mut u8,
     num_entries: u32,
     wqe_size: u32,
+    caps: *const WqCaps,
 ) {
     // SAFETY: Forwarded contract.
-    unsafe { state.write(WqState::new(base, num_entries, wqe_size)) };
+    unsafe { state.write(WqState::new(base, num_entries, wqe_size, *caps)) };
+}
+
+/// C entry point: 0 if the send queue `mi` describes holds work requests up to `caps`, else
+/// `EINVAL` (a response the provider must not use).
+///
+/// # Safety
+///
+/// `mi` and `caps` must be readable.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_sq_check(
+    mi: *const MmapInfo,
+    wqe_size: u32,
+    caps: *const WqCaps,
+) -> i32 {
+    // SAFETY: Guaranteed by the caller.
+    let ok = unsafe { sq_ok(&*mi, wqe_size, &*caps) };
+    if ok {
+        0
+    } else {
+        errno::EINVAL
+    }
+}
+
+/// C entry point: as [`ferroce_sq_check`], for a receive queue or an SRQ.
+///
+/// # Safety
+///
+/// `mi` and `caps` must be readable.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_rq_check(
+    mi: *const MmapInfo,
+    wqe_size: u32,
+    caps: *const WqCaps,
+) -> i32 {
+    // SAFETY: Guaranteed by the caller.
+    let ok = unsafe { rq_ok(&*mi, wqe_size, &*caps) };
+    if ok {
+        0
+    } else {
+        errno::EINVAL
+    }
+}
+
+/// C entry point: as [`ferroce_sq_check`], for a CQ's ring.
+///
+/// # Safety
+///
+/// `mi` must be readable.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_check(mi: *const MmapInfo) -> i32 {
+    // SAFETY: Guaranteed by the caller.
+    if unsafe { cq_ok(&*mi) } {
+        0
+    } else {
+        errno::EINVAL
+    }
 }
 
 /// C entry point: writes a receive WQE; 0 or an errno.
@@ -362,6 +598,8 @@ pub struct CqState {
 pub enum PollError {
     /// The kernel marked the queue in error (a corrupted index, say).
     QueueError,
+    /// The CQ overflowed (a completion was lost) and holds no more completions.
+    Overflow,
 }
 
 impl CqState {
@@ -387,12 +625,23 @@ impl CqState {
 
     /// Moves up to `out.len()` completions out of the ring, oldest first, as whole entries or
     /// as `ibv_wc`s.
+    ///
+    /// An overflowed CQ lost a completion: the application cannot trust it to account for its
+    /// work, so once the completions it still holds are polled every poll fails instead of
+    /// reporting an empty CQ (on which the application would wait forever).
     pub fn poll<T: CqeView>(&mut self, out: &mut [T]) -> Result<usize, PollError> {
-        if self.word(layout::CTRL_FLAGS).load(Ordering::Acquire) & layout::QUEUE_ERROR != 0 {
+        // Flags before producer: the kernel publishes its last completion, then sets
+        // OVERFLOW (both release), so once this acquire load sees OVERFLOW the producer load
+        // below sees every completion the ring will ever hold, and "empty" is final.
+        let flags = self.word(layout::CTRL_FLAGS).load(Ordering::Acquire);
+        if flags & layout::QUEUE_ERROR != 0 {
             return Err(PollError::QueueError);
         }
         let producer = self.word(layout::CTRL_PRODUCER).load(Ordering::Acquire);
         let ready = producer.wrapping_sub(self.consumer).min(self.num_entries) as usize;
+        if ready == 0 && flags & layout::QUEUE_OVERFLOW != 0 {
+            return Err(PollError::Overflow);
+        }
         let n = ready.min(out.len());
         for (i, slot) in out.iter_mut().take(n).enumerate() {
             let index = self.consumer.wrapping_add(i as u32) & (self.num_entries - 1);
@@ -412,13 +661,24 @@ impl CqState {
 
     /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
     /// next solicited one).
+    ///
+    /// The request is ORed in, never stored: arming for the next completion and then for the
+    /// next solicited one must still fire on the next completion (NEXT wins; a store of
+    /// SOLICITED would weaken the first request), and the kernel's exchange that disarms the
+    /// CQ must not be overwritten by a plain store of an older value.
     pub fn arm(&self, solicited_only: bool) {
         let v = if solicited_only {
             layout::CQ_NOTIFY_SOLICITED
         } else {
             layout::CQ_NOTIFY_NEXT
         };
-        self.word(layout::CTRL_NOTIFY).store(v, Ordering::Release);
+        self.word(layout::CTRL_NOTIFY).fetch_or(v, Ordering::SeqCst);
+        // The caller polls again after arming (the canonical poll, arm, poll loop): store
+        // notify, then load producer, while the kernel stores producer, then loads notify. A
+        // full barrier on each side keeps both loads from passing the stores, so either our
+        // next poll sees the completion or the kernel sees the arm and signals the channel;
+        // release/acquire alone would let both miss (a lost wakeup).
+        fence(Ordering::SeqCst);
     }
 
     /// Switches to a new ring after a resize; the kernel copied the unpolled completions to its
@@ -453,7 +713,7 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
 }
 
 /// C entry point: polls up to `max` completions into `out` (`struct ibv_wc`s); returns how
-/// many, or -1 if the kernel put the queue in error.
+/// many, or -1 if the kernel put the queue in error or it overflowed and is empty.
 ///
 /// # Safety
 ///
@@ -472,7 +732,7 @@ pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max:
     };
     match state.poll(out) {
         Ok(n) => n as i32,
-        Err(PollError::QueueError) => -1,
+        Err(PollError::QueueError | PollError::Overflow) => -1,
     }
 }
 
@@ -624,25 +884,152 @@ mod tests {
         );
     }
 
+    fn notify(r: &mut Ring) -> u32 {
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire)
+    }
+
     #[test]
-    fn arm_sets_the_notify_word() {
+    fn arm_ors_the_request_in() {
         let mut r = Ring::new(4);
         let cq = unsafe { CqState::new(r.base(), 4) };
         cq.arm(true);
-        assert_eq!(
-            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
-            2
-        );
+        assert_eq!(notify(&mut r), layout::CQ_NOTIFY_SOLICITED);
+        // The kernel fires on NEXT: a later solicited-only request never clears it.
         cq.arm(false);
         assert_eq!(
-            unsafe { word(r.base(), layout::CTRL_NOTIFY) }.load(Ordering::Acquire),
-            1
+            notify(&mut r),
+            layout::CQ_NOTIFY_NEXT | layout::CQ_NOTIFY_SOLICITED
+        );
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.swap(0, Ordering::AcqRel);
+        cq.arm(false);
+        cq.arm(true);
+        assert_ne!(
+            notify(&mut r) & layout::CQ_NOTIFY_NEXT,
+            0,
+            "arming for solicited completions undid the arming for the next one"
+        );
+        unsafe { word(r.base(), layout::CTRL_NOTIFY) }.swap(0, Ordering::AcqRel);
+        cq.arm(false);
+        cq.arm(false);
+        assert_eq!(notify(&mut r), layout::CQ_NOTIFY_NEXT);
+    }
+
+    /// The canonical poll, arm, poll loop against a kernel that stores producer, then loads
+    /// notify (with a full barrier between): every completion is either polled or signalled.
+    #[test]
+    fn arm_and_completion_race_loses_no_wakeup() {
+        const N: u64 = 20_000;
+        let ring = Arc::new(std::sync::Mutex::new(Ring::new(64)));
+        let base = SendPtr(ring.lock().unwrap().base());
+        let wakeups = Arc::new(AtomicU32::new(0));
+        let kernel = {
+            let (ring, wakeups) = (ring.clone(), wakeups.clone());
+            std::thread::spawn(move || {
+                let mut next = 0;
+                while next < N {
+                    let mut r = ring.lock().unwrap();
+                    if !r.push(next) {
+                        drop(r);
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    next += 1;
+                    fence(Ordering::SeqCst);
+                    let notify = unsafe { word(r.base(), layout::CTRL_NOTIFY) };
+                    if notify.load(Ordering::Relaxed) & layout::CQ_NOTIFY_NEXT != 0
+                        && notify.swap(0, Ordering::AcqRel) != 0
+                    {
+                        wakeups.fetch_add(1, Ordering::Release);
+                    }
+                }
+            })
+        };
+        let mut cq = unsafe { CqState::new(base.0, 64) };
+        let mut out = [Cqe::default(); 8];
+        let (mut seen, mut waited) = (0u64, 0u32);
+        while seen < N {
+            let n = cq.poll(&mut out).unwrap();
+            seen += n as u64;
+            if n > 0 || seen == N {
+                continue;
+            }
+            cq.arm(false);
+            let n = cq.poll(&mut out).unwrap();
+            seen += n as u64;
+            if n > 0 {
+                continue;
+            }
+            // Wait for the wakeup: it must come, since the ring was empty after arming.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while wakeups.load(Ordering::Acquire) == waited {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "lost wakeup after {seen} completions"
+                );
+                std::thread::yield_now();
+            }
+            waited = wakeups.load(Ordering::Acquire);
+        }
+        kernel.join().unwrap();
+    }
+
+    /// A work queue whose caps are what its entries have room for.
+    #[test]
+    fn overflowed_cq_returns_what_it_holds_then_fails() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let mut next = 0;
+        while r.push(next) {
+            next += 1;
+        }
+        // The kernel lost the fifth completion.
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        let mut out = [Wc::default(); 3];
+        assert_eq!(cq.poll(&mut out), Ok(3));
+        assert_eq!(out.map(|c| c.wr_id), [0, 1, 2]);
+        assert_eq!(cq.poll(&mut out), Ok(1));
+        assert_eq!(out[0].wr_id, 3);
+        for _ in 0..3 {
+            assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
+        }
+        let mut wc = [Wc::default(); 2];
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, wc.as_mut_ptr(), 2) },
+            -1,
+            "the C entry point fails too"
         );
     }
 
+    #[test]
+    fn overflow_flag_with_completions_left_polls_them_first() {
+        let mut r = Ring::new(8);
+        let mut cq = unsafe { CqState::new(r.base(), 8) };
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        let mut out = [Cqe::default(); 8];
+        assert_eq!(
+            cq.poll(&mut out[..0]),
+            Ok(0),
+            "asking for none fails nothing"
+        );
+        assert_eq!(cq.poll(&mut out), Ok(1));
+        assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
+    }
+
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: (wqe_size - 16) / 16,
+            max_inline: wqe_size.saturating_sub(64),
+        };
+        wq_caps(num_entries, wqe_size, caps)
+    }
+
+    fn wq_caps(num_entries: u32, wqe_size: u32, caps: WqCaps) -> (Vec<u64>, WqState) {
         let mut mem = vec![0u64; (layout::QUEUE_ENTRIES + (num_entries * wqe_size) as usize) / 8];
-        let st = unsafe { WqState::new(mem.as_mut_ptr().cast(), num_entries, wqe_size) };
+        let st = unsafe { WqState::new(mem.as_mut_ptr().cast(), num_entries, wqe_size, caps) };
         (mem, st)
     }
 
@@ -668,6 +1055,10 @@ mod tests {
             "too many SGEs for 64-byte WQEs"
         );
         assert!(!rq.publish());
+        assert!(
+            !rq.publish(),
+            "an empty publish never asks for the doorbell"
+        );
         let base: *const u8 = mem.as_ptr().cast();
         assert_eq!(
             unsafe { word(base as *mut u8, layout::CTRL_PRODUCER) }.load(Ordering::Acquire),
@@ -702,6 +1093,7 @@ mod tests {
         header[12..16].copy_from_slice(&layout::SEND_INLINE.to_ne_bytes());
         unsafe { sq.post_send(&header, &[sge]) }.unwrap();
         assert!(sq.publish(), "the kernel asked for the doorbell");
+        assert!(!sq.publish(), "nothing new published: no doorbell");
         let e0 = unsafe { (mem.as_ptr() as *const u8).add(layout::QUEUE_ENTRIES) };
         assert_eq!(
             unsafe { e0.add(20).cast::<u32>().read() },
@@ -729,6 +1121,280 @@ mod tests {
         unsafe { word(mem.as_ptr() as *mut u8, layout::CTRL_FLAGS) }
             .store(layout::QUEUE_ERROR, Ordering::Release);
         assert_eq!(rq.post_recv(1, &[]), Err(errno::EIO));
+    }
+
+    /// A send WQE header: wr_id, opcode, flags and the remote address.
+    fn send_header(opcode: u32, flags: u32, remote_addr: u64) -> [u8; 64] {
+        let mut h = [0u8; 64];
+        h[0..8].copy_from_slice(&1u64.to_ne_bytes());
+        h[8..12].copy_from_slice(&opcode.to_ne_bytes());
+        h[12..16].copy_from_slice(&flags.to_ne_bytes());
+        h[32..40].copy_from_slice(&remote_addr.to_ne_bytes());
+        h
+    }
+
+    fn sge(len: u32) -> Sge {
+        static DATA: [u8; 4096] = [0x5a; 4096];
+        Sge {
+            addr: DATA.as_ptr() as u64,
+            length: len,
+            lkey: 1,
+        }
+    }
+
+    /// The producer index and the bytes of the ring: what the kernel could see.
+    fn snapshot(mem: &[u64], st: &WqState) -> (u32, u32, Vec<u64>) {
+        (st.producer, st.unpublished, mem.to_vec())
+    }
+
+    #[test]
+    fn opcodes_by_qp_type() {
+        use opcode::*;
+        let all = [
+            RDMA_WRITE,
+            RDMA_WRITE_WITH_IMM,
+            SEND,
+            SEND_WITH_IMM,
+            RDMA_READ,
+            ATOMIC_CMP_AND_SWP,
+            ATOMIC_FETCH_AND_ADD,
+            LOCAL_INV,
+            BIND_MW,
+            SEND_WITH_INV,
+            10,
+            11,
+            14,
+            15,
+            0x20,
+            u32::MAX,
+        ];
+        let allowed = |t, ops: &[u32]| {
+            for op in all {
+                assert_eq!(
+                    opcode_allowed(t, op),
+                    ops.contains(&op),
+                    "QP type {t}, opcode {op}"
+                );
+            }
+        };
+        allowed(qp_type::UD, &[SEND, SEND_WITH_IMM]);
+        allowed(
+            qp_type::UC,
+            &[SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM],
+        );
+        allowed(
+            qp_type::RC,
+            &[
+                SEND,
+                SEND_WITH_IMM,
+                RDMA_WRITE,
+                RDMA_WRITE_WITH_IMM,
+                RDMA_READ,
+                ATOMIC_CMP_AND_SWP,
+                ATOMIC_FETCH_AND_ADD,
+                SEND_WITH_INV,
+            ],
+        );
+        allowed(0, &[]);
+        allowed(1, &[]);
+    }
+
+    #[test]
+    fn send_wr_checked_against_the_caps() {
+        use opcode::*;
+        // 1 KiB entries: room for 60 SGEs or 960 bytes, but the QP has fewer.
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: 32,
+            max_inline: 512,
+        };
+        let (mem, mut sq) = wq_caps(4, 1024, caps);
+        let before = snapshot(&mem, &sq);
+        let refused: &[(&str, [u8; 64], Vec<Sge>)] = &[
+            (
+                "num_sge > max_sge",
+                send_header(SEND, 0, 0),
+                vec![sge(1); 33],
+            ),
+            (
+                "inline > max_inline_data",
+                send_header(SEND, layout::SEND_INLINE, 0),
+                vec![sge(513)],
+            ),
+            (
+                "inline RDMA read",
+                send_header(RDMA_READ, layout::SEND_INLINE, 0),
+                vec![sge(8)],
+            ),
+            (
+                "inline atomic",
+                send_header(ATOMIC_FETCH_AND_ADD, layout::SEND_INLINE, 8),
+                vec![sge(8)],
+            ),
+            (
+                "unaligned atomic",
+                send_header(ATOMIC_CMP_AND_SWP, 0, 0x1004),
+                vec![sge(8)],
+            ),
+            (
+                "atomic into less than 8 bytes",
+                send_header(ATOMIC_FETCH_AND_ADD, 0, 0x1000),
+                vec![sge(4)],
+            ),
+            ("memory window bind", send_header(BIND_MW, 0, 0), vec![]),
+            ("local invalidate", send_header(LOCAL_INV, 0, 0), vec![]),
+            ("unknown opcode", send_header(99, 0, 0), vec![sge(1)]),
+        ];
+        for (what, header, sges) in refused {
+            assert_eq!(
+                unsafe { sq.post_send(header, sges) },
+                Err(errno::EINVAL),
+                "{what}"
+            );
+            assert!(
+                snapshot(&mem, &sq) == before,
+                "{what}: something was written"
+            );
+        }
+        assert!(!sq.publish(), "nothing to publish after refusals");
+        let ok: &[(&str, [u8; 64], Vec<Sge>)] = &[
+            ("max_sge SGEs", send_header(SEND, 0, 0), vec![sge(1); 32]),
+            (
+                "max_inline_data bytes",
+                send_header(RDMA_WRITE, layout::SEND_INLINE, 0),
+                vec![sge(500), sge(12)],
+            ),
+            (
+                "aligned atomic",
+                send_header(ATOMIC_CMP_AND_SWP, 0, 0x1008),
+                vec![sge(8)],
+            ),
+            (
+                "RDMA read into many SGEs",
+                send_header(RDMA_READ, 0, 0x1001),
+                vec![sge(1); 3],
+            ),
+        ];
+        for (what, header, sges) in ok {
+            assert_eq!(unsafe { sq.post_send(header, sges) }, Ok(()), "{what}");
+        }
+    }
+
+    #[test]
+    fn ud_and_uc_send_wr_opcodes() {
+        let caps = |t| WqCaps {
+            qp_type: t,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        let (_m, mut ud) = wq_caps(8, 128, caps(qp_type::UD));
+        let (_n, mut uc) = wq_caps(8, 128, caps(qp_type::UC));
+        let s = [sge(16)];
+        for op in [
+            opcode::RDMA_WRITE,
+            opcode::RDMA_READ,
+            opcode::ATOMIC_FETCH_AND_ADD,
+        ] {
+            assert_eq!(
+                unsafe { ud.post_send(&send_header(op, 0, 0), &s) },
+                Err(errno::EINVAL)
+            );
+        }
+        assert_eq!(
+            unsafe { ud.post_send(&send_header(opcode::SEND_WITH_IMM, 0, 0), &s) },
+            Ok(())
+        );
+        assert_eq!(
+            unsafe { uc.post_send(&send_header(opcode::RDMA_READ, 0, 0), &s) },
+            Err(errno::EINVAL)
+        );
+        assert_eq!(
+            unsafe { uc.post_send(&send_header(opcode::RDMA_WRITE_WITH_IMM, 0, 0), &s) },
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn recv_wr_checked_against_the_caps() {
+        // 1 KiB entries hold 63 SGEs; the QP (or SRQ) takes 32.
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: 32,
+            max_inline: 0,
+        };
+        let (mem, mut rq) = wq_caps(4, 1024, caps);
+        let before = snapshot(&mem, &rq);
+        assert_eq!(rq.post_recv(1, &[sge(1); 33]), Err(errno::EINVAL));
+        assert!(snapshot(&mem, &rq) == before);
+        assert!(!rq.publish());
+        assert_eq!(rq.post_recv(2, &[sge(1); 32]), Ok(()));
+        assert_eq!(
+            unsafe { ffi_rq_post(&mut rq, &[sge(1); 33]) },
+            errno::EINVAL
+        );
+        assert_eq!(unsafe { ffi_rq_post(&mut rq, &[]) }, 0);
+    }
+
+    unsafe fn ffi_rq_post(rq: &mut WqState, sges: &[Sge]) -> i32 {
+        unsafe { ferroce_rq_post(rq, 3, sges.as_ptr(), sges.len() as i32) }
+    }
+
+    #[test]
+    fn queue_geometry_from_the_kernel() {
+        let mi = |size, num_entries| MmapInfo {
+            offset: 0,
+            size,
+            num_entries,
+        };
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        // What the kernel returns for such a QP: 128-byte entries.
+        assert!(sq_ok(&mi(256 + 8 * 128, 8), 128, &caps));
+        assert!(rq_ok(&mi(256 + 8 * 128, 8), 128, &caps));
+        assert!(cq_ok(&mi(256 + 4 * 64, 4)));
+        // A zero (short) response.
+        assert!(!sq_ok(&mi(0, 0), 0, &caps));
+        assert!(!rq_ok(&MmapInfo::default(), 0, &caps));
+        assert!(!cq_ok(&MmapInfo::default()));
+        // Entries not a power of two, or none.
+        assert!(!sq_ok(&mi(256 + 6 * 128, 6), 128, &caps));
+        assert!(!cq_ok(&mi(256 + 3 * 64, 3)));
+        assert!(!cq_ok(&mi(4096, 0)));
+        // Entry sizes: not a power of two, smaller than the header (wqe_size - 64 would
+        // underflow), or without room for the caps.
+        assert!(!sq_ok(&mi(256 + 8 * 96, 8), 96, &caps));
+        assert!(!sq_ok(&mi(256 + 8 * 32, 8), 32, &caps));
+        assert!(!sq_ok(&mi(256 + 8 * 64, 8), 64, &caps));
+        assert!(!rq_ok(&mi(256 + 8 * 8, 8), 8, &caps));
+        assert!(!rq_ok(&mi(256 + 8 * 64, 8), 64, &caps));
+        let big = WqCaps {
+            max_inline: 512,
+            ..caps
+        };
+        assert!(!sq_ok(&mi(256 + 8 * 512, 8), 512, &big));
+        assert!(sq_ok(&mi(256 + 8 * 1024, 8), 1024, &big));
+        // A mapping too small for the entries, including by u32 overflow.
+        assert!(!sq_ok(&mi(256 + 7 * 128, 8), 128, &caps));
+        assert!(!cq_ok(&mi(255 + 4 * 64, 4)));
+        assert!(!cq_ok(&mi(u32::MAX, 1 << 31)));
+        assert!(!sq_ok(&mi(u32::MAX, 1 << 24), 1 << 31, &caps));
+        // Caps no entry can hold.
+        let huge = WqCaps {
+            max_sge: u32::MAX,
+            ..caps
+        };
+        assert!(!sq_ok(&mi(u32::MAX, 2), 1 << 31, &huge));
+        assert!(!rq_ok(&mi(u32::MAX, 2), 1 << 31, &huge));
+        let m = mi(256 + 8 * 128, 8);
+        assert_eq!(unsafe { ferroce_sq_check(&m, 128, &caps) }, 0);
+        assert_eq!(unsafe { ferroce_sq_check(&m, 32, &caps) }, errno::EINVAL);
+        assert_eq!(
+            unsafe { ferroce_cq_check(&MmapInfo::default()) },
+            errno::EINVAL
+        );
     }
 
     struct SendPtr(*mut u8);

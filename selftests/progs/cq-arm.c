@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * CQ arming through shared memory (ferroce-abi.h): requests are ORed into
+ * the CQ's notify word and a full barrier separates arming from the next
+ * poll, on both sides.
+ *
+ *   cq-arm DEVICE next-then-solicited
+ *	arm for the next completion, then for the next solicited one: an
+ *	unsolicited completion must still signal the completion channel
+ *	(NEXT wins; a provider that stores the request instead of ORing it
+ *	leaves only SOLICITED armed, and nothing fires).
+ *   cq-arm DEVICE race [SECONDS]
+ *	one thread makes flush completions (every post to a QP in ERR makes
+ *	one at once), the main thread runs the canonical loop: poll until
+ *	empty, arm, poll again, wait on the channel.  Every completion must be
+ *	seen, and an armed, empty CQ that receives a completion must signal:
+ *	a wait that times out with completions in the CQ is a lost wakeup.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "verbs-util.h"
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static char buf[4096];
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static struct ibv_qp *make_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	CHECK(qp, "create_qp: %s", strerror(errno));
+	return qp;
+}
+
+static void next_then_solicited(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq, *ev_cq;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	void *ev_ctx;
+
+	CHECK(ch, "create_comp_channel: %s", strerror(errno));
+	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	CHECK(cq, "create_cq: %s", strerror(errno));
+	qp = make_qp(cq);
+	to_init(qp);
+	CHECK(post_recv_id(qp, mr, 1) == 0, "post_recv");
+
+	CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq(next)");
+	CHECK(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(solicited)");
+	CHECK(!readable(ch->fd, 0), "the channel fired before any completion");
+	/* The flush completion of the receive: not solicited. */
+	modify_state(qp, IBV_QPS_ERR);
+	CHECK(readable(ch->fd, 5000),
+	      "armed for the next completion, then for the next solicited one: an unsolicited completion did not signal the channel");
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq,
+	      "get_cq_event");
+	ibv_ack_cq_events(cq, 1);
+	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 1 &&
+		      wc.status == IBV_WC_WR_FLUSH_ERR,
+	      "the flush completion");
+	printf("arm NEXT, then SOLICITED: the next (unsolicited) completion signalled\n");
+
+	/* Disarmed by it: both requests were satisfied at once. */
+	CHECK(post_recv_id(qp, mr, 2) == 0, "post_recv in ERR");
+	CHECK(!readable(ch->fd, 200), "a disarmed CQ signalled");
+	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 2, "second flush");
+	printf("one completion disarmed the CQ\n");
+
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+}
+
+#define RACE_CQE 256
+#define RACE_MAX 100000
+
+static struct {
+	struct ibv_qp *qp;
+	double seconds;
+	atomic_ulong posted;	/* completions the kernel has written */
+	atomic_ulong seen;	/* completions polled */
+	atomic_int done;
+} race;
+
+/* Flush completions, as fast as the CQ has room for them. */
+static void *producer(void *arg)
+{
+	double end = now() + race.seconds;
+	unsigned long i;
+
+	(void)arg;
+	for (i = 0; i < RACE_MAX && now() < end; i++) {
+		double stuck = now() + 30;
+		int ret;
+
+		while (i - atomic_load(&race.seen) >= RACE_CQE - 16) {
+			CHECK(now() < stuck, "the consumer stopped polling at %lu of %lu",
+			      atomic_load(&race.seen), i);
+			sched_yield();
+		}
+		/* On a QP in ERR each post is flushed by its doorbell at once. */
+		if (i & 1)
+			ret = post_send_id(race.qp, mr, i, IBV_WR_SEND, 0);
+		else
+			ret = post_recv_id(race.qp, mr, i);
+		CHECK(ret == 0, "post %lu in ERR: %s", i, strerror(ret));
+		atomic_store(&race.posted, i + 1);
+	}
+	atomic_store(&race.done, 1);
+	return NULL;
+}
+
+/* Polls until the CQ is empty; returns how many completions it took. */
+static unsigned long drain(struct ibv_cq *cq)
+{
+	unsigned long total = 0;
+	struct ibv_wc wc[16];
+	int n, i;
+
+	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++)
+			CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR &&
+				      wc[i].qp_num == race.qp->qp_num,
+			      "completion %lu: status %d qp %u",
+			      (unsigned long)wc[i].wr_id, wc[i].status,
+			      wc[i].qp_num);
+		total += n;
+	}
+	CHECK(n == 0, "poll_cq failed: %d", n);
+	atomic_fetch_add(&race.seen, total);
+	return total;
+}
+
+static void arm_poll_race(double seconds)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	unsigned long events = 0, arms = 0, waits = 0;
+	struct ibv_cq *cq, *ev_cq;
+	pthread_t thread;
+	double deadline;
+	void *ev_ctx;
+
+	CHECK(ch, "create_comp_channel: %s", strerror(errno));
+	cq = ibv_create_cq(ctx, RACE_CQE, NULL, ch, 0);
+	CHECK(cq, "create_cq: %s", strerror(errno));
+	race.qp = make_qp(cq);
+	race.seconds = seconds;
+	to_init(race.qp);
+	modify_state(race.qp, IBV_QPS_ERR);
+	CHECK(pthread_create(&thread, NULL, producer, NULL) == 0, "pthread_create");
+
+	deadline = now() + seconds + 60;
+	for (;;) {
+		CHECK(now() < deadline, "the race did not end");
+		drain(cq);
+		if (atomic_load(&race.done) &&
+		    atomic_load(&race.seen) == atomic_load(&race.posted))
+			break;
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq");
+		arms++;
+		/* Completions that came before the arm took effect. */
+		if (drain(cq))
+			continue;
+		if (atomic_load(&race.done) &&
+		    atomic_load(&race.seen) == atomic_load(&race.posted))
+			break;
+		waits++;
+		if (!readable(ch->fd, 3000)) {
+			unsigned long late = drain(cq);
+
+			/*
+			 * The CQ was armed and empty: a completion written
+			 * since must have signalled the channel.
+			 */
+			CHECK(late == 0,
+			      "lost wakeup: %lu completions waited 3 s in an armed CQ (seen %lu of %lu)",
+			      late, atomic_load(&race.seen) - late,
+			      atomic_load(&race.posted));
+			CHECK(!atomic_load(&race.done) ||
+				      atomic_load(&race.seen) == atomic_load(&race.posted),
+			      "completions lost: %lu posted, %lu polled",
+			      atomic_load(&race.posted), atomic_load(&race.seen));
+			continue;
+		}
+		CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq,
+		      "get_cq_event");
+		events++;
+	}
+	CHECK(pthread_join(thread, NULL) == 0, "pthread_join");
+	CHECK(atomic_load(&race.posted) > 0, "no completions made");
+	printf("arm/poll race: %lu completions, all polled; %lu arms, %lu waits, %lu events, no lost wakeup\n",
+	       atomic_load(&race.seen), arms, waits, events);
+	/* An armed CQ may signal once more for the last completions. */
+	while (readable(ch->fd, 100) && ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0)
+		events++;
+	ibv_ack_cq_events(cq, events);
+	CHECK(ibv_destroy_qp(race.qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc >= 3, "usage: cq-arm DEVICE next-then-solicited|race [SECONDS]");
+	ctx = open_device(argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "alloc_pd");
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "reg_mr: %s", strerror(errno));
+	if (!strcmp(argv[2], "next-then-solicited"))
+		next_then_solicited();
+	else if (!strcmp(argv[2], "race"))
+		arm_poll_race(argc > 3 ? atof(argv[3]) : 3);
+	else
+		CHECK(0, "unknown check %s", argv[2]);
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg_mr");
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
+	CHECK(ibv_close_device(ctx) == 0, "close_device");
+	return 0;
+}
