@@ -40,8 +40,9 @@ impl<T: Driver> Cq<T> {
     /// Callable from any context, including softirq.
     pub fn notify_completion(&self) {
         let raw = self.as_raw();
-        // SAFETY: ib_core sets the handler and its context before the driver sees the CQ and
-        // never changes them; the CQ is alive for `&self`.
+        // SAFETY: ib_core sets the handler and its context as it creates the CQ (right after the
+        // create op, before any QP can complete to the CQ) and never changes them; the CQ is
+        // alive for `&self`.
         let (handler, context) = unsafe { ((*raw).comp_handler, (*raw).cq_context) };
         if let Some(handler) = handler {
             // SAFETY: The handler is ib_core's or a ULP's, called for this live CQ.

@@ -6,7 +6,7 @@
 
 use super::{
     attr::PortEvent,
-    driver::{Adapter, Driver},
+    driver::{kzalloc_size, Adapter, Driver},
     udata::Udata,
 };
 use crate::{
@@ -18,7 +18,7 @@ use crate::{
     types::{ARef, Opaque},
     ThisModule,
 };
-use core::{marker::PhantomData, mem::size_of, ops::Deref, ptr::NonNull};
+use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 
 /// Parameters of a new device.
 pub struct DeviceParams<'a> {
@@ -148,7 +148,7 @@ impl<T: Driver> Device<T> {
         data: impl PinInit<T::Data, Error>,
     ) -> Result {
         // SAFETY: Allocates a zeroed, initialised `ib_device` followed by room for `data`.
-        let raw = unsafe { bindings::_ib_alloc_device(size_of::<Self>()) };
+        let raw = unsafe { bindings::_ib_alloc_device(const { kzalloc_size::<Self>() }) };
         if raw.is_null() {
             return Err(ENOMEM);
         }

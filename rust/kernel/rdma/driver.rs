@@ -27,6 +27,16 @@ use crate::{
 use core::{marker::PhantomData, mem::size_of};
 use macros::vtable;
 
+/// The size ib_core allocates (`kzalloc`) for an object of type `X`, checked at compile time:
+/// kmalloc aligns objects to `ARCH_SLAB_MINALIGN` at least, and no more is promised.
+pub(crate) const fn kzalloc_size<X>() -> usize {
+    assert!(
+        core::mem::align_of::<X>() <= bindings::ARCH_SLAB_MINALIGN,
+        "object data needs more alignment than kmalloc guarantees"
+    );
+    size_of::<X>()
+}
+
 /// The default body of a driver method that creates something: never called (the ops table
 /// leaves the op out when the driver does not implement the method), and a link error if it is.
 fn unimplemented<R>() -> Result<R> {
@@ -477,12 +487,12 @@ impl<T: Driver> Adapter<T> {
         query_device: Some(Adapter::<T>::query_device),
         query_pkey: Some(Adapter::<T>::query_pkey),
         query_port: Some(Adapter::<T>::query_port),
-        size_ib_ah: size_of::<Ah<T>>(),
-        size_ib_cq: size_of::<Cq<T>>(),
-        size_ib_pd: size_of::<Pd<T>>(),
-        size_ib_qp: size_of::<Qp<T>>(),
-        size_ib_srq: size_of::<Srq<T>>(),
-        size_ib_ucontext: size_of::<UContext<T>>(),
+        size_ib_ah: kzalloc_size::<Ah<T>>(),
+        size_ib_cq: kzalloc_size::<Cq<T>>(),
+        size_ib_pd: kzalloc_size::<Pd<T>>(),
+        size_ib_qp: kzalloc_size::<Qp<T>>(),
+        size_ib_srq: kzalloc_size::<Srq<T>>(),
+        size_ib_ucontext: kzalloc_size::<UContext<T>>(),
         // SAFETY: All other members are nullable pointers and integers, for which zero means
         // "not implemented".
         ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }

@@ -10,12 +10,16 @@
 //! change under it and, say, read a length twice); every access to shared memory goes through
 //! the few functions at the end of this file, which use atomic or volatile accesses only.
 //!
-//! Lifetimes: the memory is freed when its last holder is gone (the kernel's [`SharedBuffer`]
-//! and ib_core's mmap entry, which lives as long as a mapping of it), so neither side ever
-//! touches freed memory. The mmap entry is removed from its user context when the buffer is
-//! dropped or, if a buffer outlives its context, when the context is destroyed: ib_core requires
-//! every entry gone by then ([`MmapContext`]). Mappings are not inherited by `fork()`
-//! (`VM_DONTCOPY`): a child process can never write to its parent's queues.
+//! Lifetimes: the vmalloc area is freed when its last holder is gone (the kernel's
+//! [`SharedBuffer`] and ib_core's mmap entry), so the kernel never touches freed memory; a user
+//! mapping holds references to the pages themselves (`remap_vmalloc_range` inserts them), so
+//! user space never sees them freed either. The mmap entry is removed from its user context when
+//! the buffer is dropped or, if a buffer outlives its context, when the context is destroyed:
+//! ib_core requires every entry gone by then ([`MmapContext`]). That works because nothing else
+//! holds an entry at that point: mappings take no entry reference (the mmap op drops the one it
+//! looks the entry up with), and ib_core destroys a context only once its file is closed, or after
+//! disassociating it (which this layer does not support). Mappings are not inherited by `fork()`
+//! by default (`VM_DONTCOPY`): a child process cannot write to its parent's queues.
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
@@ -125,8 +129,8 @@ impl MmapContext {
             // SAFETY: Every entry of a context of ours is an `Entry` whose insertion reference
             // its buffer holds until it calls `rdma_user_mmap_entry_remove`, which only buffers
             // and this function do, all under `open`'s lock: an entry not yet removed is alive
-            // and its `driver_removed` is not written concurrently. A multi-page entry is found
-            // once per page; the first visit removes it.
+            // and its `driver_removed` is not written concurrently. Removing an entry nobody
+            // else references erases all its pages from the XArray, so it is found once.
             unsafe {
                 if !(*rdma.as_ptr()).driver_removed {
                     bindings::rdma_user_mmap_entry_remove(rdma.as_ptr());

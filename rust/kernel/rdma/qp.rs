@@ -357,7 +357,8 @@ impl QpAttr {
     }
 
     /// Writes the attributes for a `query_qp` reply (the address vector's GRH fields and
-    /// destination MAC; ib_core fills in the source GID entry).
+    /// destination MAC; the source GID entry stays NULL, as ib_core set it: uverbs reports the
+    /// index).
     pub(crate) fn write_to(&self, a: &mut bindings::ib_qp_attr) {
         a.qp_state = self.qp_state as u32;
         a.cur_qp_state = self.qp_state as u32;
@@ -408,15 +409,15 @@ impl<T: Driver> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
         from_result(|| {
+            // SAFETY: See above.
+            let (pd, raw_init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            let mut attr = QpInitAttr::from_raw(raw_init)?;
             // ib_core lets kernel users create QPs without a send or a receive CQ; the QPs of
             // this layer always complete to both (`Qp::send_cq`, `Qp::recv_cq`).
             // SAFETY: ib_core set both before the op.
             if unsafe { (*qp).send_cq.is_null() || (*qp).recv_cq.is_null() } {
                 return Err(EINVAL);
             }
-            // SAFETY: See above.
-            let (pd, raw_init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
-            let mut attr = QpInitAttr::from_raw(raw_init)?;
             // SAFETY: See above.
             let uctx = unsafe { UContext::<T>::of_udata(udata) };
             // SAFETY: `udata` is valid or null for the call.
@@ -474,6 +475,13 @@ impl<T: Driver> Adapter<T> {
                 core::ptr::write_bytes(init, 0, 1);
                 a.write_to(&mut *attr);
                 i.write_cap(&mut *init);
+                // What the QP was created with, as ib_core keeps it (as rxe reports it).
+                (*init).qp_type = (*qp).qp_type;
+                (*init).send_cq = (*qp).send_cq;
+                (*init).recv_cq = (*qp).recv_cq;
+                (*init).srq = (*qp).srq;
+                (*init).qp_context = (*qp).qp_context;
+                (*init).port_num = a.port_num;
                 (*init).sq_sig_type = if i.sq_sig_all {
                     bindings::ib_sig_type_IB_SIGNAL_ALL_WR
                 } else {

@@ -338,7 +338,14 @@ pub(crate) unsafe fn post_chain<W: Chained>(
         }
     }
     match (ret, doorbell()) {
-        (Err(e), _) | (Ok(()), Err(e)) => e.to_errno(),
+        (Err(e), _) => e.to_errno(),
+        (Ok(()), Err(e)) => {
+            // The doorbell refused what was queued (the QP left the states that take work
+            // meanwhile): none of the chain was posted.
+            // SAFETY: Valid for writes (the caller's promise).
+            unsafe { *bad_wr = wr };
+            e.to_errno()
+        }
         (Ok(()), Ok(())) => 0,
     }
 }

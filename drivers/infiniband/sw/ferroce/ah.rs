@@ -7,7 +7,7 @@ use kernel::{
     alloc::KVVec,
     prelude::*,
     rdma::{AddressVector, Pd, Udata},
-    sync::SpinLock,
+    sync::SpinLockIrq,
 };
 
 use crate::{abi, device::Ferroce, keys::KeyTable, limits, numbers::Number};
@@ -18,7 +18,7 @@ pub(crate) struct AhData {
     #[expect(dead_code, reason = "read by the data path")]
     pub(crate) av: AddressVector,
     /// The AH number, from the device's AH table.
-    pub(crate) num: Number<SpinLock<KeyTable<KVVec<u16>>>>,
+    pub(crate) num: Number<SpinLockIrq<KeyTable<KVVec<u16>>>>,
 }
 
 pub(crate) fn create(

@@ -34,12 +34,19 @@ struct CqRing {
     queue: SharedQueue,
     /// The producer index; user space's copy in the ring is informational only.
     producer: u32,
+    /// The CQ lost a completion. Kept here, not read back from the ring's flags (which user
+    /// space can clear): an overrun CQ stays overrun, across a resize too.
+    overrun: bool,
 }
 
 impl CqRing {
     fn new(uctx: Option<&UContext<Ferroce>>, num_entries: u32) -> Result<Self> {
         let queue = SharedQueue::new(uctx, num_entries, abi::CQE_SIZE, KernelSide::Producer)?;
-        Ok(CqRing { queue, producer: 0 })
+        Ok(CqRing {
+            queue,
+            producer: 0,
+            overrun: false,
+        })
     }
 
     /// Completions written and not yet consumed.
@@ -50,11 +57,12 @@ impl CqRing {
     /// Writes `cqe` and publishes it; returns whether the owner asked to be signalled.
     fn push(&mut self, cqe: &abi::Cqe) -> Result<Pushed> {
         let buf = &self.queue.buf;
-        if buf.load_acquire(abi::CTRL_FLAGS)? & abi::QUEUE_OVERFLOW != 0 {
+        if self.overrun {
             // Already overrun and reported: the CQ takes nothing more.
             return Ok(Pushed::Dropped);
         }
         if self.pending()? >= self.queue.num_entries {
+            self.overrun = true;
             buf.fetch_or(abi::CTRL_FLAGS, abi::QUEUE_OVERFLOW)?;
             return Ok(Pushed::Overrun);
         }
@@ -214,8 +222,14 @@ pub(crate) fn resize(
         .buf
         .store_release(abi::CTRL_NOTIFY, old_q.buf.load_acquire(abi::CTRL_NOTIFY)?)?;
     // The consumer index of the new ring starts at 0 (user space learns it from the response,
-    // a kernel user through the kernel).
+    // a kernel user through the kernel). An overrun CQ stays overrun.
     new.producer = pending;
+    new.overrun = ring.overrun;
+    if new.overrun {
+        new.queue
+            .buf
+            .fetch_or(abi::CTRL_FLAGS, abi::QUEUE_OVERFLOW)?;
+    }
     let old = core::mem::replace(&mut *ring, new);
     drop(ring);
     // Unmapped and freed outside the lock.

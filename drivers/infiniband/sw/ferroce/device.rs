@@ -7,7 +7,7 @@ use kernel::{
     alloc::KVVec,
     c_str,
     net::netdev::NetDevice,
-    new_mutex, new_spinlock,
+    new_mutex, new_spinlock_irq,
     prelude::*,
     rdma::{
         self, device_cap, link, AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
@@ -16,7 +16,7 @@ use kernel::{
         Udata, Wc,
     },
     str::CStr,
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 use crate::{
@@ -52,7 +52,7 @@ pub(crate) struct DeviceData {
     /// The numbers of the device's QPs (bounded by the table: max_qp).
     pub(crate) qpns: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// The numbers of the device's AHs (bounded by the table as well).
-    pub(crate) ah_nums: Arc<SpinLock<KeyTable<KVVec<u16>>>>,
+    pub(crate) ah_nums: Arc<SpinLockIrq<KeyTable<KVVec<u16>>>>,
 }
 
 impl DeviceData {
@@ -397,7 +397,7 @@ impl link::Link for Ferroce {
                 GFP_KERNEL,
             )?,
             ah_nums: Arc::pin_init(
-                new_spinlock!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
+                new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
                 GFP_KERNEL,
             )?,
         };

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     alloc::KVVec,
     prelude::*,
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLockIrq},
 };
 
 use crate::{count::ObjectCount, keys::KeyTable};
@@ -33,8 +33,9 @@ impl NumberTable for Mutex<KeyTable<KVVec<u16>>> {
     }
 }
 
-/// AH numbers: kernel users create and destroy AHs in atomic context too.
-impl NumberTable for SpinLock<KeyTable<KVVec<u16>>> {
+/// AH numbers: kernel users create and destroy AHs in atomic context too, and the data path
+/// will look them up from softirq.
+impl NumberTable for SpinLockIrq<KeyTable<KVVec<u16>>> {
     fn alloc(&self) -> Result<u32> {
         self.lock().alloc().map_err(|_| ENOMEM)
     }

@@ -11,7 +11,7 @@ use kernel::{
         access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent,
         QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, Sge, UContext, Udata,
     },
-    sync::{Mutex, SpinLockIrq},
+    sync::{barrier::smp_mb, Mutex, SpinLockIrq},
 };
 
 use crate::{
@@ -333,10 +333,15 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         match next {
             QpState::Err => {
                 // Everything posted completes with a flush error, and so does everything
-                // posted from now on: the RQ needs its doorbell for that.
+                // posted from now on: the RQ needs its doorbell for that. The flag is set before
+                // the RQ's producer index is read (in `flush_rq`), with a full barrier between,
+                // as the provider stores the index before it reads the flag: a receive posted
+                // meanwhile is either flushed here or rung for. (A corrupt flags word is the
+                // owner's problem; the QP is in error all the same.)
                 if let Some(rq) = &st.rq {
-                    rq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
+                    let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
                 }
+                smp_mb();
                 // A corrupted ring flushes nothing; the QP is in error all the same.
                 let _ = st.flush_sq(qp, &mut notices);
                 let _ = st.flush_rq(qp, &mut notices);
@@ -376,14 +381,15 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     Ok((st.attr, data.init))
 }
 
-/// The provider posted send work. In ERR it is flushed at once; before RTS it is refused
+/// The provider posted send work. In ERR and SQE it is flushed at once; before RTS it is refused
 /// (`EINVAL`) and dropped. Otherwise, until the data path lands, nothing executes it; the
 /// doorbell validates the SQ's producer index so that a corrupted SQ is caught when it is rung.
 pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
     let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
     let r = match st.attr.qp_state {
-        QpState::Err => st.flush_sq(qp, &mut notices),
+        // In SQE (a UD/UC send failed) as in ERR, new send work completes flushed (IBTA 10.8.3).
+        QpState::Err | QpState::Sqe => st.flush_sq(qp, &mut notices),
         QpState::Rts | QpState::Sqd => st.sq.pending().map(|_| ()),
         // The SQ takes no work before RTS (IBTA 10.8.2): the post fails, so what was published
         // for it is dropped now rather than executed once the QP reaches RTS.
