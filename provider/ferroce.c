@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/driver.h>
@@ -311,9 +312,23 @@ static int ferroce_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /*
+ * How often a doorbell is rung when uverbs fails it before the driver runs:
+ * a signal (EINTR), EAGAIN, or its kmalloc of the command (ENOMEM).  The
+ * published work then sits in a healthy ring, so giving up would report as
+ * refused work that a later doorbell runs; ringing again is harmless, since
+ * a doorbell carries no work and only makes the kernel look at the ring.
+ */
+#define DOORBELL_TRIES 8
+
+static bool doorbell_transient(int err)
+{
+	return err == EINTR || err == EAGAIN || err == ENOMEM;
+}
+
+/*
  * A doorbell: a POST_SEND or POST_RECV command with no work requests (the
  * two commands start alike: response, qp_handle, wr_count, sge_count,
- * wqe_size).
+ * wqe_size).  0, or the errno of the last try (see "A failed doorbell").
  */
 static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 {
@@ -322,6 +337,7 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 		struct ib_uverbs_post_send body;
 	} cmd = {};
 	struct ib_uverbs_post_send_resp resp;
+	int tries, ret = 0;
 
 	cmd.hdr.command = command;
 	cmd.hdr.in_words = sizeof(cmd) / 4;
@@ -331,9 +347,23 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 	cmd.body.wqe_size = command == IB_USER_VERBS_CMD_POST_SEND ?
 				    sizeof(struct ibv_send_wr) :
 				    sizeof(struct ib_uverbs_recv_wr);
-	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	for (tries = 1; tries <= DOORBELL_TRIES; tries++) {
+		ssize_t n = write(ibqp->context->cmd_fd, &cmd, sizeof(cmd));
+
+		if (n == sizeof(cmd))
+			return 0;
+		/* uverbs takes a command whole or fails it. */
+		ret = n < 0 ? errno : EIO;
+		if (!doorbell_transient(ret))
+			break;
+		/* Memory (or whatever EAGAIN waits for) may take a moment. */
+		if (ret != EINTR && tries < DOORBELL_TRIES) {
+			struct timespec pause = { .tv_nsec = tries * 1000000L };
+
+			nanosleep(&pause, NULL);
+		}
+	}
+	return ret;
 }
 
 /*
@@ -345,10 +375,31 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
  * - rxe rings the send doorbell on every call, ferroce only when this call
  *   published work and the kernel asks for it (NEED_WAKEUP);
  * - when the doorbell fails, rxe returns its error with *bad_wr NULL, as if
- *   every work request had been posted.  The kernel took none of this
- *   call's work then (the ring is in error, or the device is gone), so
- *   ferroce names the first work request this call published.  It stays in
- *   the ring, where nothing will execute it.
+ *   every work request had been posted; ferroce returns it with *bad_wr set
+ *   to the first work request of the call.
+ *
+ * A failed doorbell.  When the doorbell is rung, the call's work requests
+ * before the first one the checks refused (all of them if none was) are
+ * published in the ring; those from the refused one on were never written.
+ * What becomes of the published ones depends on the error:
+ * - EINVAL: the driver refused the doorbell.  Either the QP is before RTS
+ *   (its state changed under this call) and the kernel has dropped the
+ *   send queue's published work, or the kernel found the ring corrupt and
+ *   put it in error (FERROCE_QUEUE_ERROR): posts fail with EIO from then
+ *   on, and neither a doorbell nor a move to ERR reads the ring again.
+ *   None of this call's work will execute or complete.
+ * - EINTR, EAGAIN, ENOMEM: uverbs failed before the driver ran; the
+ *   doorbell is rung again, up to DOORBELL_TRIES times.
+ * - anything else, or a transient error that outlasted the retries: the
+ *   error is returned with *bad_wr naming the first work request, but that
+ *   work was not dropped: the kernel may or may not have seen the doorbell,
+ *   and the work stays published in a ring that is not in error.  The
+ *   caller can rely only on nothing executing it once the device is gone
+ *   (EIO, ENODEV).  Otherwise it must treat the work as posted but not yet
+ *   rung for: the next doorbell of this queue (any later post) runs it and
+ *   a move to ERR flushes it, so its buffers stay in use until its
+ *   completions are polled (flush completions after a move to ERR), or the
+ *   QP is reset or destroyed, which drops it without completions.
  */
 
 /* Writes a chain of receive work requests; 0 or an errno and *bad_wr. */
@@ -396,6 +447,7 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV);
 
+		/* wr is still the first: see "A failed doorbell". */
 		if (db) {
 			*bad_wr = wr;
 			ret = db;
@@ -494,6 +546,7 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND);
 
+		/* See "A failed doorbell". */
 		if (db) {
 			*bad_wr = first;
 			ret = db;
