@@ -14,6 +14,7 @@
 //! barrier ([`fence`]`(SeqCst)`, `smp_mb()` in the kernel) between the two, as io_uring does
 //! for `IORING_SQ_NEED_WAKEUP`; see `include/uapi/rdma/ferroce-abi.h`.
 
+use core::mem::MaybeUninit;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
@@ -442,11 +443,36 @@ pub unsafe extern "C" fn ferroce_cq_check(mi: *const MmapInfo) -> i32 {
     }
 }
 
+/// The caller's SGE array as a slice, or `EINVAL` for a count the queue refuses anyway.
+///
+/// `num_sge` is checked against the queue's `max_sge` before the slice is made: a slice
+/// asserts that all `num_sge` entries are readable, and a count larger than the array is a
+/// common application bug, which must get `EINVAL` without that (undefined) assertion.
+///
+/// # Safety
+///
+/// If `num_sge` is within `caps.max_sge`, `sges` must hold `num_sge` entries that stay
+/// unchanged while the slice is used.
+unsafe fn sge_slice<'a>(caps: &WqCaps, sges: *const Sge, num_sge: i32) -> Result<&'a [Sge], i32> {
+    let Ok(n) = u32::try_from(num_sge) else {
+        return Err(errno::EINVAL);
+    };
+    if n > caps.max_sge || (n > 0 && sges.is_null()) {
+        return Err(errno::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: Non-null and, within the caps, `n` entries (the caller's contract).
+    Ok(unsafe { core::slice::from_raw_parts(sges, n as usize) })
+}
+
 /// C entry point: writes a receive WQE; 0 or an errno.
 ///
 /// # Safety
 ///
-/// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries.
+/// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries
+/// when `num_sge` is within the queue's `max_sge` (beyond it nothing is read: `EINVAL`).
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_rq_post(
     state: *mut WqState,
@@ -454,19 +480,12 @@ pub unsafe extern "C" fn ferroce_rq_post(
     sges: *const Sge,
     num_sge: i32,
 ) -> i32 {
-    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
-        return errno::EINVAL;
-    }
     // SAFETY: Guaranteed by the caller.
-    let (st, sges) = unsafe {
-        (
-            &mut *state,
-            if num_sge == 0 {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(sges, num_sge as usize)
-            },
-        )
+    let st = unsafe { &mut *state };
+    // SAFETY: Guaranteed by the caller.
+    let sges = match unsafe { sge_slice(&st.caps, sges, num_sge) } {
+        Ok(sges) => sges,
+        Err(e) => return e,
     };
     match st.post_recv(wr_id, sges) {
         Ok(()) => 0,
@@ -487,20 +506,12 @@ pub unsafe extern "C" fn ferroce_sq_post(
     sges: *const Sge,
     num_sge: i32,
 ) -> i32 {
-    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
-        return errno::EINVAL;
-    }
     // SAFETY: Guaranteed by the caller.
-    let (st, header, sges) = unsafe {
-        (
-            &mut *state,
-            &*header.cast::<[u8; 64]>(),
-            if num_sge == 0 {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(sges, num_sge as usize)
-            },
-        )
+    let (st, header) = unsafe { (&mut *state, &*header.cast::<[u8; 64]>()) };
+    // SAFETY: Guaranteed by the caller.
+    let sges = match unsafe { sge_slice(&st.caps, sges, num_sge) } {
+        Ok(sges) => sges,
+        Err(e) => return e,
     };
     // SAFETY: Forwarded contract.
     match unsafe { st.post_send(header, sges) } {
@@ -630,6 +641,19 @@ impl CqState {
     /// work, so once the completions it still holds are polled every poll fails instead of
     /// reporting an empty CQ (on which the application would wait forever).
     pub fn poll<T: CqeView>(&mut self, out: &mut [T]) -> Result<usize, PollError> {
+        // SAFETY: `MaybeUninit<T>` has the layout of `T`, and `poll_into` only writes
+        // initialised `T`s, so `out` holds valid `T`s afterwards.
+        let out = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.poll_into(out)
+    }
+
+    /// As [`CqState::poll`], into memory that need not be initialised (`ibv_poll_cq`'s `wc`
+    /// array): entries are only written, never read, and the first `n` returned are
+    /// initialised.
+    pub fn poll_into<T: CqeView>(
+        &mut self,
+        out: &mut [MaybeUninit<T>],
+    ) -> Result<usize, PollError> {
         // Flags before producer: the kernel publishes its last completion, then sets
         // OVERFLOW (both release), so once this acquire load sees OVERFLOW the producer load
         // below sees every completion the ring will ever hold, and "empty" is final.
@@ -649,7 +673,7 @@ impl CqState {
             // SAFETY: `index` < num_entries, so the entry (64 bytes, at least `T`) is inside the
             // mapping; any bits are a valid `T`; the acquire load of `producer` orders this read
             // after the kernel wrote it.
-            *slot = unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) };
+            slot.write(unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) });
         }
         if n > 0 {
             self.consumer = self.consumer.wrapping_add(n as u32);
@@ -717,20 +741,21 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
 ///
 /// # Safety
 ///
-/// `state` must be initialised and not used concurrently; `out` must hold `max` entries.
+/// `state` must be initialised and not used concurrently; `out` must be writable for `max`
+/// entries, which need not be initialised (only the returned number are written).
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max: i32) -> i32 {
     if max <= 0 {
         return 0;
     }
-    // SAFETY: Guaranteed by the caller.
+    // SAFETY: Guaranteed by the caller; `MaybeUninit` makes no claim about the contents.
     let (state, out) = unsafe {
         (
             &mut *state,
-            core::slice::from_raw_parts_mut(out, max as usize),
+            core::slice::from_raw_parts_mut(out.cast::<MaybeUninit<Wc>>(), max as usize),
         )
     };
-    match state.poll(out) {
+    match state.poll_into(out) {
         Ok(n) => n as i32,
         Err(PollError::QueueError | PollError::Overflow) => -1,
     }
@@ -1333,6 +1358,77 @@ mod tests {
             errno::EINVAL
         );
         assert_eq!(unsafe { ffi_rq_post(&mut rq, &[]) }, 0);
+    }
+
+    /// An SGE count beyond the caps is refused before the array is looked at: here the
+    /// "array" is a dangling pointer, which no slice may be made over.
+    #[test]
+    fn sge_count_beyond_the_caps_is_refused_unread() {
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: 2,
+            max_inline: 0,
+        };
+        let (mem, mut rq) = wq_caps(4, 64, caps);
+        let (_m, mut sq) = wq_caps(4, 128, caps);
+        let before = snapshot(&mem, &rq);
+        let dangling = core::ptr::NonNull::<Sge>::dangling().as_ptr();
+        let header = send_header(opcode::SEND, 0, 0);
+        for n in [3, 1000, i32::MAX, -1, i32::MIN] {
+            assert_eq!(
+                unsafe { ferroce_rq_post(&mut rq, 1, dangling, n) },
+                errno::EINVAL,
+                "recv, num_sge {n}"
+            );
+            assert_eq!(
+                unsafe { ferroce_sq_post(&mut sq, header.as_ptr(), dangling, n) },
+                errno::EINVAL,
+                "send, num_sge {n}"
+            );
+        }
+        let null = core::ptr::null();
+        assert_eq!(
+            unsafe { ferroce_rq_post(&mut rq, 1, null, 1) },
+            errno::EINVAL
+        );
+        assert!(snapshot(&mem, &rq) == before, "something was written");
+        assert_eq!(unsafe { ferroce_rq_post(&mut rq, 1, null, 0) }, 0);
+        assert_eq!(
+            unsafe { ferroce_rq_post(&mut rq, 2, [sge(1); 2].as_ptr(), 2) },
+            0
+        );
+        assert_eq!(
+            unsafe { ferroce_sq_post(&mut sq, header.as_ptr(), [sge(1); 2].as_ptr(), 2) },
+            0
+        );
+    }
+
+    /// `ibv_poll_cq`'s array is uninitialised memory: only the completions returned are
+    /// written, and nothing beyond them.
+    #[test]
+    fn polls_into_uninitialised_memory() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        assert!(r.push(5));
+        assert!(r.push(6));
+        let mut out = [const { MaybeUninit::<Wc>::uninit() }; 4];
+        // A canary past the two completions: must stay as it is.
+        let canary = Wc {
+            wr_id: 0xdead,
+            ..Wc::default()
+        };
+        out[2].write(canary);
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, out.as_mut_ptr().cast(), 4) },
+            2
+        );
+        let got = unsafe { [out[0].assume_init(), out[1].assume_init()] };
+        assert_eq!((got[0].wr_id, got[1].wr_id), (5, 6));
+        assert_eq!(unsafe { out[2].assume_init() }, canary);
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, out.as_mut_ptr().cast(), 4) },
+            0
+        );
     }
 
     unsafe fn ffi_rq_post(rq: &mut WqState, sges: &[Sge]) -> i32 {
