@@ -783,9 +783,118 @@ SAME_FIELD(slid);
 SAME_FIELD(sl);
 SAME_FIELD(dlid_path_bits);
 static_assert(sizeof(struct ibv_wc) == 48, "struct ibv_wc changed size");
-/* struct WqState in provider/ring asserts the same size. */
-static_assert(sizeof(struct ferroce_wq_state) == 40,
-	      "struct ferroce_wq_state must match struct WqState");
+
+/*
+ * What provider/ring assumes of the structures it shares with this file and
+ * with the kernel: it cannot see these headers, so it hard-codes offsets,
+ * sizes and values, and asserts the same numbers on its side (the
+ * "layouts" asserts in provider/ring/src/lib.rs).  A change on either side
+ * fails one of the two builds instead of corrupting a ring.
+ */
+#define AT(type, field, off)                                                 \
+	static_assert(offsetof(type, field) == (off),                        \
+		      #type "." #field " is at " #off " in provider/ring")
+#define SIZE(type, size)                                                     \
+	static_assert(sizeof(type) == (size), #type " is " #size " bytes in provider/ring")
+
+/* struct CqState, struct WqCaps, struct WqState, struct MmapInfo. */
+SIZE(struct ferroce_cq_state, 16);
+AT(struct ferroce_cq_state, base, 0);
+AT(struct ferroce_cq_state, num_entries, 8);
+AT(struct ferroce_cq_state, consumer, 12);
+SIZE(struct ferroce_wq_caps, 12);
+AT(struct ferroce_wq_caps, qp_type, 0);
+AT(struct ferroce_wq_caps, max_sge, 4);
+AT(struct ferroce_wq_caps, max_inline, 8);
+SIZE(struct ferroce_wq_state, 40);
+AT(struct ferroce_wq_state, base, 0);
+AT(struct ferroce_wq_state, num_entries, 8);
+AT(struct ferroce_wq_state, wqe_size, 12);
+AT(struct ferroce_wq_state, producer, 16);
+AT(struct ferroce_wq_state, unpublished, 20);
+AT(struct ferroce_wq_state, caps, 24);
+SIZE(struct ferroce_mmap_info, 16);
+AT(struct ferroce_mmap_info, offset, 0);
+AT(struct ferroce_mmap_info, size, 8);
+AT(struct ferroce_mmap_info, num_entries, 12);
+
+/* The rings (module layout): control block, entries, flags. */
+AT(struct ferroce_queue_ctrl, producer, 0);
+AT(struct ferroce_queue_ctrl, consumer, 64);
+AT(struct ferroce_queue_ctrl, notify, 128);
+AT(struct ferroce_queue_ctrl, flags, 132);
+static_assert(sizeof(struct ferroce_queue_ctrl) <= FERROCE_QUEUE_ENTRIES &&
+		      FERROCE_QUEUE_ENTRIES == 256,
+	      "entries start at 256 in provider/ring");
+static_assert(FERROCE_QUEUE_ERROR == 1 && FERROCE_QUEUE_OVERFLOW == 2 &&
+		      FERROCE_QUEUE_NEED_WAKEUP == 4 &&
+		      FERROCE_CQ_NOTIFY_NEXT == 1 &&
+		      FERROCE_CQ_NOTIFY_SOLICITED == 2,
+	      "queue flags and notify values as in provider/ring");
+SIZE(struct ferroce_cqe, 64);
+/* struct Cqe and struct Wc; SAME_FIELD above ties struct ibv_wc to these. */
+AT(struct ferroce_cqe, wr_id, 0);
+AT(struct ferroce_cqe, status, 8);
+AT(struct ferroce_cqe, opcode, 12);
+AT(struct ferroce_cqe, vendor_err, 16);
+AT(struct ferroce_cqe, byte_len, 20);
+AT(struct ferroce_cqe, imm_data, 24);
+AT(struct ferroce_cqe, qp_num, 28);
+AT(struct ferroce_cqe, src_qp, 32);
+AT(struct ferroce_cqe, wc_flags, 36);
+AT(struct ferroce_cqe, pkey_index, 40);
+AT(struct ferroce_cqe, slid, 42);
+AT(struct ferroce_cqe, sl, 44);
+AT(struct ferroce_cqe, dlid_path_bits, 45);
+
+/*
+ * Work queue entries: ferroce_sq_post copies the 64-byte header this file
+ * fills, reads opcode, send_flags and the remote address from it, and
+ * writes num_sge and inline_len; ferroce_rq_post writes a whole
+ * struct ferroce_recv_wqe.
+ */
+SIZE(struct ferroce_send_wqe, 64);
+AT(struct ferroce_send_wqe, wr_id, 0);
+AT(struct ferroce_send_wqe, opcode, 8);
+AT(struct ferroce_send_wqe, send_flags, 12);
+AT(struct ferroce_send_wqe, num_sge, 16);
+AT(struct ferroce_send_wqe, inline_len, 20);
+AT(struct ferroce_send_wqe, wr.rdma.remote_addr, 32);
+AT(struct ferroce_send_wqe, wr.atomic.remote_addr, 32);
+AT(struct ferroce_send_wqe, sge, 64);
+SIZE(struct ferroce_recv_wqe, 16);
+AT(struct ferroce_recv_wqe, wr_id, 0);
+AT(struct ferroce_recv_wqe, num_sge, 8);
+AT(struct ferroce_recv_wqe, reserved, 12);
+AT(struct ferroce_recv_wqe, sge, 16);
+
+/* struct ibv_sge is passed to provider/ring as a struct ferroce_sge. */
+#define SAME_SGE(f)                                                          \
+	static_assert(offsetof(struct ibv_sge, f) ==                          \
+			      offsetof(struct ferroce_sge, f) &&              \
+		      sizeof(((struct ibv_sge *)0)->f) ==                     \
+			      sizeof(((struct ferroce_sge *)0)->f),           \
+		      "struct ibv_sge must have the layout of struct ferroce_sge: " #f)
+SAME_SGE(addr);
+SAME_SGE(length);
+SAME_SGE(lkey);
+SIZE(struct ibv_sge, 16);
+SIZE(struct ferroce_sge, 16);
+AT(struct ferroce_sge, addr, 0);
+AT(struct ferroce_sge, length, 8);
+AT(struct ferroce_sge, lkey, 12);
+
+/* The verbs values provider/ring checks work requests against. */
+static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
+		      IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3 &&
+		      IBV_WR_RDMA_READ == 4 && IBV_WR_ATOMIC_CMP_AND_SWP == 5 &&
+		      IBV_WR_ATOMIC_FETCH_AND_ADD == 6 &&
+		      IBV_WR_LOCAL_INV == 7 && IBV_WR_BIND_MW == 8 &&
+		      IBV_WR_SEND_WITH_INV == 9,
+	      "enum ibv_wr_opcode as in provider/ring (mod opcode)");
+static_assert(IBV_QPT_RC == 2 && IBV_QPT_UC == 3 && IBV_QPT_UD == 4,
+	      "enum ibv_qp_type as in provider/ring (mod qp_type)");
+static_assert(IBV_SEND_INLINE == 8, "IBV_SEND_INLINE as in provider/ring");
 
 static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {

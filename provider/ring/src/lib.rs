@@ -47,10 +47,16 @@ pub mod layout {
     pub const SEND_INLINE: u32 = 8;
     /// `sizeof(struct ferroce_sge)`.
     pub const SGE_SIZE: usize = 16;
-    /// `struct ferroce_send_wqe`: `opcode`, `send_flags` and `wr.atomic.remote_addr`.
+    /// `struct ferroce_send_wqe`: `opcode`, `send_flags`, `num_sge`, `inline_len` and
+    /// `wr.rdma.remote_addr` (= `wr.atomic.remote_addr`).
     pub const SEND_OPCODE: usize = 8;
     pub const SEND_FLAGS: usize = 12;
+    pub const SEND_NUM_SGE: usize = 16;
+    pub const SEND_INLINE_LEN: usize = 20;
     pub const SEND_REMOTE_ADDR: usize = 32;
+    /// `struct ferroce_recv_wqe`: `num_sge` and `reserved` (after the u64 `wr_id`).
+    pub const RECV_NUM_SGE: usize = 8;
+    pub const RECV_RESERVED: usize = 12;
 }
 
 /// `enum ibv_wr_opcode`.
@@ -218,9 +224,6 @@ pub struct WqState {
     caps: WqCaps,
 }
 
-// `struct ferroce_wq_state` in ferroce-ring.h, which ferroce.c checks too.
-const _: () = assert!(core::mem::size_of::<WqState>() == 40);
-
 /// Why a post failed (errno values, as `ibv_post_*` return them).
 pub mod errno {
     /// The queue is full.
@@ -304,10 +307,14 @@ impl WqState {
         // SAFETY: The slot holds `wqe_size` bytes, enough for the header and the SGEs.
         unsafe {
             slot.cast::<u64>().write_volatile(wr_id);
-            slot.add(8).cast::<u32>().write_volatile(sges.len() as u32);
-            slot.add(12).cast::<u32>().write_volatile(0);
+            slot.add(layout::RECV_NUM_SGE)
+                .cast::<u32>()
+                .write_volatile(sges.len() as u32);
+            slot.add(layout::RECV_RESERVED)
+                .cast::<u32>()
+                .write_volatile(0);
             for (i, sge) in sges.iter().enumerate() {
-                slot.add(layout::RECV_WQE_HEADER + i * 16)
+                slot.add(layout::RECV_WQE_HEADER + i * layout::SGE_SIZE)
                     .cast::<Sge>()
                     .write_volatile(*sge);
             }
@@ -326,7 +333,11 @@ impl WqState {
     /// With `IBV_SEND_INLINE`, every SGE must describe readable memory of this process.
     pub unsafe fn post_send(&mut self, header: &[u8; 64], sges: &[Sge]) -> Result<(), i32> {
         check_send_wr(&self.caps, header, sges)?;
-        let flags = u32::from_ne_bytes(header[12..16].try_into().unwrap());
+        let flags = u32::from_ne_bytes(
+            header[layout::SEND_FLAGS..layout::SEND_FLAGS + 4]
+                .try_into()
+                .unwrap(),
+        );
         // The caps fit the entry (sq_ok), so neither can fail; checked again because the slot
         // writes rely on it, and saturating so that no state can make the room wrap.
         let room = (self.wqe_size as usize).saturating_sub(layout::SEND_WQE_HEADER);
@@ -345,7 +356,7 @@ impl WqState {
         unsafe {
             core::ptr::copy_nonoverlapping(header.as_ptr(), slot, layout::SEND_WQE_HEADER);
             let mut at = slot.add(layout::SEND_WQE_HEADER);
-            if inline {
+            let (num_sge, inline_len) = if inline {
                 for s in sges {
                     core::ptr::copy_nonoverlapping(
                         s.addr as usize as *const u8,
@@ -354,16 +365,20 @@ impl WqState {
                     );
                     at = at.add(s.length as usize);
                 }
-                slot.add(16).cast::<u32>().write_volatile(0); // num_sge
-                slot.add(20).cast::<u32>().write_volatile(body as u32); // inline_len
+                (0, body as u32)
             } else {
                 for s in sges {
                     at.cast::<Sge>().write_volatile(*s);
-                    at = at.add(16);
+                    at = at.add(layout::SGE_SIZE);
                 }
-                slot.add(16).cast::<u32>().write_volatile(sges.len() as u32);
-                slot.add(20).cast::<u32>().write_volatile(0);
-            }
+                (sges.len() as u32, 0)
+            };
+            slot.add(layout::SEND_NUM_SGE)
+                .cast::<u32>()
+                .write_volatile(num_sge);
+            slot.add(layout::SEND_INLINE_LEN)
+                .cast::<u32>()
+                .write_volatile(inline_len);
         }
         self.unpublished += 1;
         Ok(())
@@ -782,6 +797,64 @@ pub unsafe extern "C" fn ferroce_cq_remap(state: *mut CqState, base: *mut u8, nu
     // SAFETY: Forwarded contract.
     unsafe { (*state).remap(base, num_entries) };
 }
+
+// The layouts shared with the C part of the provider and with the kernel. ferroce.c asserts
+// the same numbers of the C structures ("What provider/ring assumes"), so a change on either
+// side fails a build instead of corrupting a ring or the caller's memory.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    // `struct ferroce_cq_state`, `struct ferroce_wq_caps`, `struct ferroce_wq_state` (C reads
+    // `caps` and `wqe_size` of an SRQ's state), `struct ferroce_mmap_info`.
+    assert!(size_of::<CqState>() == 16);
+    assert!(offset_of!(CqState, base) == 0);
+    assert!(offset_of!(CqState, num_entries) == 8);
+    assert!(offset_of!(CqState, consumer) == 12);
+    assert!(size_of::<WqCaps>() == 12);
+    assert!(offset_of!(WqCaps, qp_type) == 0);
+    assert!(offset_of!(WqCaps, max_sge) == 4);
+    assert!(offset_of!(WqCaps, max_inline) == 8);
+    assert!(size_of::<WqState>() == 40);
+    assert!(offset_of!(WqState, base) == 0);
+    assert!(offset_of!(WqState, num_entries) == 8);
+    assert!(offset_of!(WqState, wqe_size) == 12);
+    assert!(offset_of!(WqState, producer) == 16);
+    assert!(offset_of!(WqState, unpublished) == 20);
+    assert!(offset_of!(WqState, caps) == 24);
+    assert!(size_of::<MmapInfo>() == 16);
+    assert!(offset_of!(MmapInfo, offset) == 0);
+    assert!(offset_of!(MmapInfo, size) == 8);
+    assert!(offset_of!(MmapInfo, num_entries) == 12);
+    // `struct ferroce_queue_ctrl` and the entries after it.
+    assert!(layout::CTRL_PRODUCER == 0 && layout::CTRL_CONSUMER == 64);
+    assert!(layout::CTRL_NOTIFY == 128 && layout::CTRL_FLAGS == 132);
+    assert!(layout::QUEUE_ENTRIES == 256);
+    // `struct ferroce_sge` (and `struct ibv_sge`, which ferroce.c passes as one).
+    assert!(size_of::<Sge>() == layout::SGE_SIZE && layout::SGE_SIZE == 16);
+    assert!(offset_of!(Sge, addr) == 0);
+    assert!(offset_of!(Sge, length) == 8);
+    assert!(offset_of!(Sge, lkey) == 12);
+    // `struct ferroce_send_wqe` and `struct ferroce_recv_wqe`.
+    assert!(layout::SEND_WQE_HEADER == 64 && layout::RECV_WQE_HEADER == 16);
+    assert!(layout::SEND_OPCODE == 8 && layout::SEND_FLAGS == 12);
+    assert!(layout::SEND_NUM_SGE == 16 && layout::SEND_INLINE_LEN == 20);
+    assert!(layout::SEND_REMOTE_ADDR == 32);
+    assert!(layout::RECV_NUM_SGE == 8 && layout::RECV_RESERVED == 12);
+    // `struct ferroce_cqe`, whose head is `struct ibv_wc` (`Wc`).
+    assert!(size_of::<Cqe>() == 64 && size_of::<Wc>() == 48);
+    assert!(offset_of!(Cqe, wr_id) == 0 && offset_of!(Wc, wr_id) == 0);
+    assert!(offset_of!(Cqe, status) == 8 && offset_of!(Wc, status) == 8);
+    assert!(offset_of!(Cqe, opcode) == 12 && offset_of!(Wc, opcode) == 12);
+    assert!(offset_of!(Cqe, vendor_err) == 16 && offset_of!(Wc, vendor_err) == 16);
+    assert!(offset_of!(Cqe, byte_len) == 20 && offset_of!(Wc, byte_len) == 20);
+    assert!(offset_of!(Cqe, imm_data) == 24 && offset_of!(Wc, imm_data) == 24);
+    assert!(offset_of!(Cqe, qp_num) == 28 && offset_of!(Wc, qp_num) == 28);
+    assert!(offset_of!(Cqe, src_qp) == 32 && offset_of!(Wc, src_qp) == 32);
+    assert!(offset_of!(Cqe, wc_flags) == 36 && offset_of!(Wc, wc_flags) == 36);
+    assert!(offset_of!(Cqe, pkey_index) == 40 && offset_of!(Wc, pkey_index) == 40);
+    assert!(offset_of!(Cqe, slid) == 42 && offset_of!(Wc, slid) == 42);
+    assert!(offset_of!(Cqe, sl) == 44 && offset_of!(Wc, sl) == 44);
+    assert!(offset_of!(Cqe, dlid_path_bits) == 45 && offset_of!(Wc, dlid_path_bits) == 45);
+};
 
 #[cfg(test)]
 mod tests {
