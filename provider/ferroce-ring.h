@@ -20,7 +20,8 @@ void ferroce_cq_init(struct ferroce_cq_state *state, void *base,
 struct ibv_wc;
 /*
  * Up to max completions into out; -1 if the kernel put the queue in error,
- * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion.
+ * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion,
+ * whatever max is (a max of 0 or less polls nothing, and out may be NULL).
  * A struct ferroce_cqe starts with the fields of struct ibv_wc, so each
  * completion is copied once, from the ring to out, which need not be
  * initialised: only the completions returned are written.

@@ -376,7 +376,12 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
  *   published work and the kernel asks for it (NEED_WAKEUP);
  * - when the doorbell fails, rxe returns its error with *bad_wr NULL, as if
  *   every work request had been posted; ferroce returns it with *bad_wr set
- *   to the first work request of the call.
+ *   to the first work request of the call;
+ * - rxe fails every empty chain (wr NULL) with EINVAL.  ferroce refuses it
+ *   only where it refuses any chain (the QP's state, no receive queue:
+ *   EINVAL with *bad_wr NULL, the first work request); elsewhere it posts
+ *   nothing, rings no doorbell and returns 0, as mlx5 does: asking for
+ *   nothing is not an error.
  *
  * A failed doorbell.  When the doorbell is rung, the call's work requests
  * before the first one the checks refused (all of them if none was) are

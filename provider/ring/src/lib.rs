@@ -754,21 +754,21 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
 /// C entry point: polls up to `max` completions into `out` (`struct ibv_wc`s); returns how
 /// many, or -1 if the kernel put the queue in error or it overflowed and is empty.
 ///
+/// A `max` of 0 or less polls nothing but still fails on such a CQ: "every poll fails" must
+/// hold for a caller that only checks the CQ, too. `out` is not touched then (it may be NULL).
+///
 /// # Safety
 ///
 /// `state` must be initialised and not used concurrently; `out` must be writable for `max`
 /// entries, which need not be initialised (only the returned number are written).
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max: i32) -> i32 {
-    if max <= 0 {
-        return 0;
-    }
-    // SAFETY: Guaranteed by the caller; `MaybeUninit` makes no claim about the contents.
-    let (state, out) = unsafe {
-        (
-            &mut *state,
-            core::slice::from_raw_parts_mut(out.cast::<MaybeUninit<Wc>>(), max as usize),
-        )
+    // SAFETY: Guaranteed by the caller.
+    let state = unsafe { &mut *state };
+    let out: &mut [MaybeUninit<Wc>] = match usize::try_from(max) {
+        // SAFETY: Guaranteed by the caller; `MaybeUninit` makes no claim about the contents.
+        Ok(n) if n > 0 => unsafe { core::slice::from_raw_parts_mut(out.cast(), n) },
+        _ => &mut [],
     };
     match state.poll_into(out) {
         Ok(n) => n as i32,
@@ -1071,7 +1071,8 @@ mod tests {
         kernel.join().unwrap();
     }
 
-    /// A work queue whose caps are what its entries have room for.
+    /// An overflowed CQ returns the completions it holds, in batches, then fails every poll,
+    /// through the C entry point too, and also when asked for none.
     #[test]
     fn overflowed_cq_returns_what_it_holds_then_fails() {
         let mut r = Ring::new(4);
@@ -1097,6 +1098,42 @@ mod tests {
             -1,
             "the C entry point fails too"
         );
+        for max in [0, -1, i32::MIN] {
+            assert_eq!(
+                unsafe { ferroce_cq_poll(&mut cq, core::ptr::null_mut(), max) },
+                -1,
+                "a poll for {max} completions of the emptied overflowed CQ"
+            );
+        }
+    }
+
+    /// Asking for no completion polls nothing and touches no array; it fails only on a CQ
+    /// that fails every poll.
+    #[test]
+    fn polls_for_no_completion() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let null = core::ptr::null_mut();
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, 0, "empty");
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        for max in [0, -3] {
+            assert_eq!(
+                unsafe { ferroce_cq_poll(&mut cq, null, max) },
+                0,
+                "overflowed, one completion held: nothing polled, no failure yet"
+            );
+        }
+        let mut wc = [Wc::default(); 1];
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, wc.as_mut_ptr(), 1) }, 1);
+        assert_eq!(wc[0].wr_id, 1);
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, -1);
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }.store(layout::QUEUE_ERROR, Ordering::Release);
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, -1, "in error");
     }
 
     #[test]
@@ -1116,6 +1153,7 @@ mod tests {
         assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
     }
 
+    /// A work queue whose caps are what its entries have room for.
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
         let caps = WqCaps {
             qp_type: qp_type::RC,
