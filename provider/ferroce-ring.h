@@ -20,9 +20,11 @@ void ferroce_cq_init(struct ferroce_cq_state *state, void *base,
 struct ibv_wc;
 /*
  * Up to max completions into out; -1 if the kernel put the queue in error,
- * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion.
+ * or if it overflowed (FERROCE_QUEUE_OVERFLOW) and holds no completion,
+ * whatever max is (a max of 0 or less polls nothing, and out may be NULL).
  * A struct ferroce_cqe starts with the fields of struct ibv_wc, so each
- * completion is copied once, from the ring to out.
+ * completion is copied once, from the ring to out, which need not be
+ * initialised: only the completions returned are written.
  */
 int ferroce_cq_poll(struct ferroce_cq_state *state, struct ibv_wc *out,
 		    int max);
@@ -75,7 +77,7 @@ void ferroce_wq_init(struct ferroce_wq_state *state, void *base,
  * Write a WQE (not yet visible to the kernel): 0 or an errno.  The work
  * request is checked against the caps first (SGEs, inline size, opcode for
  * the QP type, atomic alignment): EINVAL, and nothing written, if it does
- * not fit.
+ * not fit.  A num_sge beyond max_sge is refused before sges is read.
  */
 int ferroce_rq_post(struct ferroce_wq_state *state, uint64_t wr_id,
 		    const struct ferroce_sge *sges, int num_sge);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/driver.h>
@@ -311,9 +312,23 @@ static int ferroce_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /*
+ * How often a doorbell is rung when uverbs fails it before the driver runs:
+ * a signal (EINTR), EAGAIN, or its kmalloc of the command (ENOMEM).  The
+ * published work then sits in a healthy ring, so giving up would report as
+ * refused work that a later doorbell runs; ringing again is harmless, since
+ * a doorbell carries no work and only makes the kernel look at the ring.
+ */
+#define DOORBELL_TRIES 8
+
+static bool doorbell_transient(int err)
+{
+	return err == EINTR || err == EAGAIN || err == ENOMEM;
+}
+
+/*
  * A doorbell: a POST_SEND or POST_RECV command with no work requests (the
  * two commands start alike: response, qp_handle, wr_count, sge_count,
- * wqe_size).
+ * wqe_size).  0, or the errno of the last try (see "A failed doorbell").
  */
 static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 {
@@ -322,6 +337,7 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 		struct ib_uverbs_post_send body;
 	} cmd = {};
 	struct ib_uverbs_post_send_resp resp;
+	int tries, ret = 0;
 
 	cmd.hdr.command = command;
 	cmd.hdr.in_words = sizeof(cmd) / 4;
@@ -331,9 +347,23 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
 	cmd.body.wqe_size = command == IB_USER_VERBS_CMD_POST_SEND ?
 				    sizeof(struct ibv_send_wr) :
 				    sizeof(struct ib_uverbs_recv_wr);
-	if (write(ibqp->context->cmd_fd, &cmd, sizeof(cmd)) != sizeof(cmd))
-		return errno;
-	return 0;
+	for (tries = 1; tries <= DOORBELL_TRIES; tries++) {
+		ssize_t n = write(ibqp->context->cmd_fd, &cmd, sizeof(cmd));
+
+		if (n == sizeof(cmd))
+			return 0;
+		/* uverbs takes a command whole or fails it. */
+		ret = n < 0 ? errno : EIO;
+		if (!doorbell_transient(ret))
+			break;
+		/* Memory (or whatever EAGAIN waits for) may take a moment. */
+		if (ret != EINTR && tries < DOORBELL_TRIES) {
+			struct timespec pause = { .tv_nsec = tries * 1000000L };
+
+			nanosleep(&pause, NULL);
+		}
+	}
+	return ret;
 }
 
 /*
@@ -345,10 +375,36 @@ static int ring_doorbell(struct ibv_qp *ibqp, uint32_t command)
  * - rxe rings the send doorbell on every call, ferroce only when this call
  *   published work and the kernel asks for it (NEED_WAKEUP);
  * - when the doorbell fails, rxe returns its error with *bad_wr NULL, as if
- *   every work request had been posted.  The kernel took none of this
- *   call's work then (the ring is in error, or the device is gone), so
- *   ferroce names the first work request this call published.  It stays in
- *   the ring, where nothing will execute it.
+ *   every work request had been posted; ferroce returns it with *bad_wr set
+ *   to the first work request of the call;
+ * - rxe fails every empty chain (wr NULL) with EINVAL.  ferroce refuses it
+ *   only where it refuses any chain (the QP's state, no receive queue:
+ *   EINVAL with *bad_wr NULL, the first work request); elsewhere it posts
+ *   nothing, rings no doorbell and returns 0, as mlx5 does: asking for
+ *   nothing is not an error.
+ *
+ * A failed doorbell.  When the doorbell is rung, the call's work requests
+ * before the first one the checks refused (all of them if none was) are
+ * published in the ring; those from the refused one on were never written.
+ * What becomes of the published ones depends on the error:
+ * - EINVAL: the driver refused the doorbell.  Either the QP is before RTS
+ *   (its state changed under this call) and the kernel has dropped the
+ *   send queue's published work, or the kernel found the ring corrupt and
+ *   put it in error (FERROCE_QUEUE_ERROR): posts fail with EIO from then
+ *   on, and neither a doorbell nor a move to ERR reads the ring again.
+ *   None of this call's work will execute or complete.
+ * - EINTR, EAGAIN, ENOMEM: uverbs failed before the driver ran; the
+ *   doorbell is rung again, up to DOORBELL_TRIES times.
+ * - anything else, or a transient error that outlasted the retries: the
+ *   error is returned with *bad_wr naming the first work request, but that
+ *   work was not dropped: the kernel may or may not have seen the doorbell,
+ *   and the work stays published in a ring that is not in error.  The
+ *   caller can rely only on nothing executing it once the device is gone
+ *   (EIO, ENODEV).  Otherwise it must treat the work as posted but not yet
+ *   rung for: the next doorbell of this queue (any later post) runs it and
+ *   a move to ERR flushes it, so its buffers stay in use until its
+ *   completions are polled (flush completions after a move to ERR), or the
+ *   QP is reset or destroyed, which drops it without completions.
  */
 
 /* Writes a chain of receive work requests; 0 or an errno and *bad_wr. */
@@ -396,6 +452,7 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_RECV);
 
+		/* wr is still the first: see "A failed doorbell". */
 		if (db) {
 			*bad_wr = wr;
 			ret = db;
@@ -494,6 +551,7 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (doorbell) {
 		int db = ring_doorbell(ibqp, IB_USER_VERBS_CMD_POST_SEND);
 
+		/* See "A failed doorbell". */
 		if (db) {
 			*bad_wr = first;
 			ret = db;
@@ -730,9 +788,118 @@ SAME_FIELD(slid);
 SAME_FIELD(sl);
 SAME_FIELD(dlid_path_bits);
 static_assert(sizeof(struct ibv_wc) == 48, "struct ibv_wc changed size");
-/* struct WqState in provider/ring asserts the same size. */
-static_assert(sizeof(struct ferroce_wq_state) == 40,
-	      "struct ferroce_wq_state must match struct WqState");
+
+/*
+ * What provider/ring assumes of the structures it shares with this file and
+ * with the kernel: it cannot see these headers, so it hard-codes offsets,
+ * sizes and values, and asserts the same numbers on its side (the
+ * "layouts" asserts in provider/ring/src/lib.rs).  A change on either side
+ * fails one of the two builds instead of corrupting a ring.
+ */
+#define AT(type, field, off)                                                 \
+	static_assert(offsetof(type, field) == (off),                        \
+		      #type "." #field " is at " #off " in provider/ring")
+#define SIZE(type, size)                                                     \
+	static_assert(sizeof(type) == (size), #type " is " #size " bytes in provider/ring")
+
+/* struct CqState, struct WqCaps, struct WqState, struct MmapInfo. */
+SIZE(struct ferroce_cq_state, 16);
+AT(struct ferroce_cq_state, base, 0);
+AT(struct ferroce_cq_state, num_entries, 8);
+AT(struct ferroce_cq_state, consumer, 12);
+SIZE(struct ferroce_wq_caps, 12);
+AT(struct ferroce_wq_caps, qp_type, 0);
+AT(struct ferroce_wq_caps, max_sge, 4);
+AT(struct ferroce_wq_caps, max_inline, 8);
+SIZE(struct ferroce_wq_state, 40);
+AT(struct ferroce_wq_state, base, 0);
+AT(struct ferroce_wq_state, num_entries, 8);
+AT(struct ferroce_wq_state, wqe_size, 12);
+AT(struct ferroce_wq_state, producer, 16);
+AT(struct ferroce_wq_state, unpublished, 20);
+AT(struct ferroce_wq_state, caps, 24);
+SIZE(struct ferroce_mmap_info, 16);
+AT(struct ferroce_mmap_info, offset, 0);
+AT(struct ferroce_mmap_info, size, 8);
+AT(struct ferroce_mmap_info, num_entries, 12);
+
+/* The rings (module layout): control block, entries, flags. */
+AT(struct ferroce_queue_ctrl, producer, 0);
+AT(struct ferroce_queue_ctrl, consumer, 64);
+AT(struct ferroce_queue_ctrl, notify, 128);
+AT(struct ferroce_queue_ctrl, flags, 132);
+static_assert(sizeof(struct ferroce_queue_ctrl) <= FERROCE_QUEUE_ENTRIES &&
+		      FERROCE_QUEUE_ENTRIES == 256,
+	      "entries start at 256 in provider/ring");
+static_assert(FERROCE_QUEUE_ERROR == 1 && FERROCE_QUEUE_OVERFLOW == 2 &&
+		      FERROCE_QUEUE_NEED_WAKEUP == 4 &&
+		      FERROCE_CQ_NOTIFY_NEXT == 1 &&
+		      FERROCE_CQ_NOTIFY_SOLICITED == 2,
+	      "queue flags and notify values as in provider/ring");
+SIZE(struct ferroce_cqe, 64);
+/* struct Cqe and struct Wc; SAME_FIELD above ties struct ibv_wc to these. */
+AT(struct ferroce_cqe, wr_id, 0);
+AT(struct ferroce_cqe, status, 8);
+AT(struct ferroce_cqe, opcode, 12);
+AT(struct ferroce_cqe, vendor_err, 16);
+AT(struct ferroce_cqe, byte_len, 20);
+AT(struct ferroce_cqe, imm_data, 24);
+AT(struct ferroce_cqe, qp_num, 28);
+AT(struct ferroce_cqe, src_qp, 32);
+AT(struct ferroce_cqe, wc_flags, 36);
+AT(struct ferroce_cqe, pkey_index, 40);
+AT(struct ferroce_cqe, slid, 42);
+AT(struct ferroce_cqe, sl, 44);
+AT(struct ferroce_cqe, dlid_path_bits, 45);
+
+/*
+ * Work queue entries: ferroce_sq_post copies the 64-byte header this file
+ * fills, reads opcode, send_flags and the remote address from it, and
+ * writes num_sge and inline_len; ferroce_rq_post writes a whole
+ * struct ferroce_recv_wqe.
+ */
+SIZE(struct ferroce_send_wqe, 64);
+AT(struct ferroce_send_wqe, wr_id, 0);
+AT(struct ferroce_send_wqe, opcode, 8);
+AT(struct ferroce_send_wqe, send_flags, 12);
+AT(struct ferroce_send_wqe, num_sge, 16);
+AT(struct ferroce_send_wqe, inline_len, 20);
+AT(struct ferroce_send_wqe, wr.rdma.remote_addr, 32);
+AT(struct ferroce_send_wqe, wr.atomic.remote_addr, 32);
+AT(struct ferroce_send_wqe, sge, 64);
+SIZE(struct ferroce_recv_wqe, 16);
+AT(struct ferroce_recv_wqe, wr_id, 0);
+AT(struct ferroce_recv_wqe, num_sge, 8);
+AT(struct ferroce_recv_wqe, reserved, 12);
+AT(struct ferroce_recv_wqe, sge, 16);
+
+/* struct ibv_sge is passed to provider/ring as a struct ferroce_sge. */
+#define SAME_SGE(f)                                                          \
+	static_assert(offsetof(struct ibv_sge, f) ==                          \
+			      offsetof(struct ferroce_sge, f) &&              \
+		      sizeof(((struct ibv_sge *)0)->f) ==                     \
+			      sizeof(((struct ferroce_sge *)0)->f),           \
+		      "struct ibv_sge must have the layout of struct ferroce_sge: " #f)
+SAME_SGE(addr);
+SAME_SGE(length);
+SAME_SGE(lkey);
+SIZE(struct ibv_sge, 16);
+SIZE(struct ferroce_sge, 16);
+AT(struct ferroce_sge, addr, 0);
+AT(struct ferroce_sge, length, 8);
+AT(struct ferroce_sge, lkey, 12);
+
+/* The verbs values provider/ring checks work requests against. */
+static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
+		      IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3 &&
+		      IBV_WR_RDMA_READ == 4 && IBV_WR_ATOMIC_CMP_AND_SWP == 5 &&
+		      IBV_WR_ATOMIC_FETCH_AND_ADD == 6 &&
+		      IBV_WR_LOCAL_INV == 7 && IBV_WR_BIND_MW == 8 &&
+		      IBV_WR_SEND_WITH_INV == 9,
+	      "enum ibv_wr_opcode as in provider/ring (mod opcode)");
+static_assert(IBV_QPT_RC == 2 && IBV_QPT_UC == 3 && IBV_QPT_UD == 4,
+	      "enum ibv_qp_type as in provider/ring (mod qp_type)");
+static_assert(IBV_SEND_INLINE == 8, "IBV_SEND_INLINE as in provider/ring");
 
 static int ferroce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {

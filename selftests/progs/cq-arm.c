@@ -14,7 +14,12 @@
  *	one at once), the main thread runs the canonical loop: poll until
  *	empty, arm, poll again, wait on the channel.  Every completion must be
  *	seen, and an armed, empty CQ that receives a completion must signal:
- *	a wait that times out with completions in the CQ is a lost wakeup.
+ *	completions in the CQ and no event within 8 s is a lost wakeup.  The
+ *	window the full barriers close (store notify / load producer against
+ *	store producer / load notify) is nanoseconds wide against a system
+ *	call per completion, so this covers them only probabilistically; test
+ *	24 (the OR) and the provider/ring unit tests cover them
+ *	deterministically.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -189,19 +194,24 @@ static void arm_poll_race(double seconds)
 		if (!readable(ch->fd, 3000)) {
 			unsigned long late = drain(cq);
 
-			/*
-			 * The CQ was armed and empty: a completion written
-			 * since must have signalled the channel.
-			 */
-			CHECK(late == 0,
-			      "lost wakeup: %lu completions waited 3 s in an armed CQ (seen %lu of %lu)",
-			      late, atomic_load(&race.seen) - late,
-			      atomic_load(&race.posted));
 			CHECK(!atomic_load(&race.done) ||
 				      atomic_load(&race.seen) == atomic_load(&race.posted),
 			      "completions lost: %lu posted, %lu polled",
 			      atomic_load(&race.posted), atomic_load(&race.seen));
-			continue;
+			if (!late)
+				continue;
+			/*
+			 * The CQ was armed and empty, and completions came:
+			 * the kernel owes the channel an event.  It signals
+			 * after dropping its ring lock, so under TCG a
+			 * stalled vCPU can hold the event back with the
+			 * completions already in the CQ; only an event that
+			 * never comes is a lost wakeup.
+			 */
+			CHECK(readable(ch->fd, 5000),
+			      "lost wakeup: %lu completions in an armed CQ and no event in 8 s (seen %lu of %lu)",
+			      late, atomic_load(&race.seen) - late,
+			      atomic_load(&race.posted));
 		}
 		CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq,
 		      "get_cq_event");

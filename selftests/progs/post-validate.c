@@ -56,13 +56,17 @@ static void recv_refused(struct ibv_qp *qp, struct ibv_srq *srq,
 static void expect_flushes(struct ibv_cq *cq, const uint64_t *ids, int n,
 			   const char *what)
 {
-	struct ibv_wc wc[16];
-	int got = 0, ret;
+	struct ibv_wc wc[16], scratch[4];
+	int got = 0, ret = 0;
 
 	/* Flushes are written synchronously by modify_qp: all there now. */
-	while ((ret = ibv_poll_cq(cq, 16, wc + got)) > 0 && got < 16)
+	while (got < 16 && (ret = ibv_poll_cq(cq, 16 - got, wc + got)) > 0)
 		got += ret;
 	CHECK(ret >= 0, "%s: poll_cq failed", what);
+	/* Never past wc[]: whatever else the CQ holds goes to scratch. */
+	ret = ibv_poll_cq(cq, 4, scratch);
+	CHECK(ret == 0, "%s: %d more completions after %d (or a failed poll), expected none",
+	      what, ret, got);
 	for (int i = 0; i < got; i++)
 		fprintf(stderr, "  completion wr_id %llu status %d\n",
 			(unsigned long long)wc[i].wr_id, wc[i].status);

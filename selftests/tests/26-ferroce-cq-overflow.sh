@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # A CQ of 4 overflowed by 10 flushes: IBV_EVENT_CQ_ERR, the 4 completions it
-# holds, then every poll fails instead of reporting an empty CQ.
+# holds, then every poll fails instead of reporting an empty CQ; the same
+# after resizing it to 64 (an overrun CQ stays overrun).  An armed CQ stays
+# armed across a resize, and a resized CQ can be armed.
 . "$(dirname "$0")/../lib.sh"
 
 cc -O2 -Wall -o /tmp/cq-overflow "$(dirname "$0")/../progs/cq-overflow.c" -libverbs ||

@@ -14,6 +14,7 @@
 //! barrier ([`fence`]`(SeqCst)`, `smp_mb()` in the kernel) between the two, as io_uring does
 //! for `IORING_SQ_NEED_WAKEUP`; see `include/uapi/rdma/ferroce-abi.h`.
 
+use core::mem::MaybeUninit;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
@@ -46,10 +47,16 @@ pub mod layout {
     pub const SEND_INLINE: u32 = 8;
     /// `sizeof(struct ferroce_sge)`.
     pub const SGE_SIZE: usize = 16;
-    /// `struct ferroce_send_wqe`: `opcode`, `send_flags` and `wr.atomic.remote_addr`.
+    /// `struct ferroce_send_wqe`: `opcode`, `send_flags`, `num_sge`, `inline_len` and
+    /// `wr.rdma.remote_addr` (= `wr.atomic.remote_addr`).
     pub const SEND_OPCODE: usize = 8;
     pub const SEND_FLAGS: usize = 12;
+    pub const SEND_NUM_SGE: usize = 16;
+    pub const SEND_INLINE_LEN: usize = 20;
     pub const SEND_REMOTE_ADDR: usize = 32;
+    /// `struct ferroce_recv_wqe`: `num_sge` and `reserved` (after the u64 `wr_id`).
+    pub const RECV_NUM_SGE: usize = 8;
+    pub const RECV_RESERVED: usize = 12;
 }
 
 /// `enum ibv_wr_opcode`.
@@ -217,9 +224,6 @@ pub struct WqState {
     caps: WqCaps,
 }
 
-// `struct ferroce_wq_state` in ferroce-ring.h, which ferroce.c checks too.
-const _: () = assert!(core::mem::size_of::<WqState>() == 40);
-
 /// Why a post failed (errno values, as `ibv_post_*` return them).
 pub mod errno {
     /// The queue is full.
@@ -303,10 +307,14 @@ impl WqState {
         // SAFETY: The slot holds `wqe_size` bytes, enough for the header and the SGEs.
         unsafe {
             slot.cast::<u64>().write_volatile(wr_id);
-            slot.add(8).cast::<u32>().write_volatile(sges.len() as u32);
-            slot.add(12).cast::<u32>().write_volatile(0);
+            slot.add(layout::RECV_NUM_SGE)
+                .cast::<u32>()
+                .write_volatile(sges.len() as u32);
+            slot.add(layout::RECV_RESERVED)
+                .cast::<u32>()
+                .write_volatile(0);
             for (i, sge) in sges.iter().enumerate() {
-                slot.add(layout::RECV_WQE_HEADER + i * 16)
+                slot.add(layout::RECV_WQE_HEADER + i * layout::SGE_SIZE)
                     .cast::<Sge>()
                     .write_volatile(*sge);
             }
@@ -325,7 +333,11 @@ impl WqState {
     /// With `IBV_SEND_INLINE`, every SGE must describe readable memory of this process.
     pub unsafe fn post_send(&mut self, header: &[u8; 64], sges: &[Sge]) -> Result<(), i32> {
         check_send_wr(&self.caps, header, sges)?;
-        let flags = u32::from_ne_bytes(header[12..16].try_into().unwrap());
+        let flags = u32::from_ne_bytes(
+            header[layout::SEND_FLAGS..layout::SEND_FLAGS + 4]
+                .try_into()
+                .unwrap(),
+        );
         // The caps fit the entry (sq_ok), so neither can fail; checked again because the slot
         // writes rely on it, and saturating so that no state can make the room wrap.
         let room = (self.wqe_size as usize).saturating_sub(layout::SEND_WQE_HEADER);
@@ -344,7 +356,7 @@ impl WqState {
         unsafe {
             core::ptr::copy_nonoverlapping(header.as_ptr(), slot, layout::SEND_WQE_HEADER);
             let mut at = slot.add(layout::SEND_WQE_HEADER);
-            if inline {
+            let (num_sge, inline_len) = if inline {
                 for s in sges {
                     core::ptr::copy_nonoverlapping(
                         s.addr as usize as *const u8,
@@ -353,16 +365,20 @@ impl WqState {
                     );
                     at = at.add(s.length as usize);
                 }
-                slot.add(16).cast::<u32>().write_volatile(0); // num_sge
-                slot.add(20).cast::<u32>().write_volatile(body as u32); // inline_len
+                (0, body as u32)
             } else {
                 for s in sges {
                     at.cast::<Sge>().write_volatile(*s);
-                    at = at.add(16);
+                    at = at.add(layout::SGE_SIZE);
                 }
-                slot.add(16).cast::<u32>().write_volatile(sges.len() as u32);
-                slot.add(20).cast::<u32>().write_volatile(0);
-            }
+                (sges.len() as u32, 0)
+            };
+            slot.add(layout::SEND_NUM_SGE)
+                .cast::<u32>()
+                .write_volatile(num_sge);
+            slot.add(layout::SEND_INLINE_LEN)
+                .cast::<u32>()
+                .write_volatile(inline_len);
         }
         self.unpublished += 1;
         Ok(())
@@ -442,11 +458,36 @@ pub unsafe extern "C" fn ferroce_cq_check(mi: *const MmapInfo) -> i32 {
     }
 }
 
+/// The caller's SGE array as a slice, or `EINVAL` for a count the queue refuses anyway.
+///
+/// `num_sge` is checked against the queue's `max_sge` before the slice is made: a slice
+/// asserts that all `num_sge` entries are readable, and a count larger than the array is a
+/// common application bug, which must get `EINVAL` without that (undefined) assertion.
+///
+/// # Safety
+///
+/// If `num_sge` is within `caps.max_sge`, `sges` must hold `num_sge` entries that stay
+/// unchanged while the slice is used.
+unsafe fn sge_slice<'a>(caps: &WqCaps, sges: *const Sge, num_sge: i32) -> Result<&'a [Sge], i32> {
+    let Ok(n) = u32::try_from(num_sge) else {
+        return Err(errno::EINVAL);
+    };
+    if n > caps.max_sge || (n > 0 && sges.is_null()) {
+        return Err(errno::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: Non-null and, within the caps, `n` entries (the caller's contract).
+    Ok(unsafe { core::slice::from_raw_parts(sges, n as usize) })
+}
+
 /// C entry point: writes a receive WQE; 0 or an errno.
 ///
 /// # Safety
 ///
-/// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries.
+/// `state` must be initialised and not used concurrently; `sges` must hold `num_sge` entries
+/// when `num_sge` is within the queue's `max_sge` (beyond it nothing is read: `EINVAL`).
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_rq_post(
     state: *mut WqState,
@@ -454,19 +495,12 @@ pub unsafe extern "C" fn ferroce_rq_post(
     sges: *const Sge,
     num_sge: i32,
 ) -> i32 {
-    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
-        return errno::EINVAL;
-    }
     // SAFETY: Guaranteed by the caller.
-    let (st, sges) = unsafe {
-        (
-            &mut *state,
-            if num_sge == 0 {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(sges, num_sge as usize)
-            },
-        )
+    let st = unsafe { &mut *state };
+    // SAFETY: Guaranteed by the caller.
+    let sges = match unsafe { sge_slice(&st.caps, sges, num_sge) } {
+        Ok(sges) => sges,
+        Err(e) => return e,
     };
     match st.post_recv(wr_id, sges) {
         Ok(()) => 0,
@@ -487,20 +521,12 @@ pub unsafe extern "C" fn ferroce_sq_post(
     sges: *const Sge,
     num_sge: i32,
 ) -> i32 {
-    if num_sge < 0 || (num_sge > 0 && sges.is_null()) {
-        return errno::EINVAL;
-    }
     // SAFETY: Guaranteed by the caller.
-    let (st, header, sges) = unsafe {
-        (
-            &mut *state,
-            &*header.cast::<[u8; 64]>(),
-            if num_sge == 0 {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(sges, num_sge as usize)
-            },
-        )
+    let (st, header) = unsafe { (&mut *state, &*header.cast::<[u8; 64]>()) };
+    // SAFETY: Guaranteed by the caller.
+    let sges = match unsafe { sge_slice(&st.caps, sges, num_sge) } {
+        Ok(sges) => sges,
+        Err(e) => return e,
     };
     // SAFETY: Forwarded contract.
     match unsafe { st.post_send(header, sges) } {
@@ -630,6 +656,19 @@ impl CqState {
     /// work, so once the completions it still holds are polled every poll fails instead of
     /// reporting an empty CQ (on which the application would wait forever).
     pub fn poll<T: CqeView>(&mut self, out: &mut [T]) -> Result<usize, PollError> {
+        // SAFETY: `MaybeUninit<T>` has the layout of `T`, and `poll_into` only writes
+        // initialised `T`s, so `out` holds valid `T`s afterwards.
+        let out = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.poll_into(out)
+    }
+
+    /// As [`CqState::poll`], into memory that need not be initialised (`ibv_poll_cq`'s `wc`
+    /// array): entries are only written, never read, and the first `n` returned are
+    /// initialised.
+    pub fn poll_into<T: CqeView>(
+        &mut self,
+        out: &mut [MaybeUninit<T>],
+    ) -> Result<usize, PollError> {
         // Flags before producer: the kernel publishes its last completion, then sets
         // OVERFLOW (both release), so once this acquire load sees OVERFLOW the producer load
         // below sees every completion the ring will ever hold, and "empty" is final.
@@ -649,7 +688,7 @@ impl CqState {
             // SAFETY: `index` < num_entries, so the entry (64 bytes, at least `T`) is inside the
             // mapping; any bits are a valid `T`; the acquire load of `producer` orders this read
             // after the kernel wrote it.
-            *slot = unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) };
+            slot.write(unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) });
         }
         if n > 0 {
             self.consumer = self.consumer.wrapping_add(n as u32);
@@ -715,22 +754,23 @@ pub unsafe extern "C" fn ferroce_cq_init(state: *mut CqState, base: *mut u8, num
 /// C entry point: polls up to `max` completions into `out` (`struct ibv_wc`s); returns how
 /// many, or -1 if the kernel put the queue in error or it overflowed and is empty.
 ///
+/// A `max` of 0 or less polls nothing but still fails on such a CQ: "every poll fails" must
+/// hold for a caller that only checks the CQ, too. `out` is not touched then (it may be NULL).
+///
 /// # Safety
 ///
-/// `state` must be initialised and not used concurrently; `out` must hold `max` entries.
+/// `state` must be initialised and not used concurrently; `out` must be writable for `max`
+/// entries, which need not be initialised (only the returned number are written).
 #[no_mangle]
 pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max: i32) -> i32 {
-    if max <= 0 {
-        return 0;
-    }
     // SAFETY: Guaranteed by the caller.
-    let (state, out) = unsafe {
-        (
-            &mut *state,
-            core::slice::from_raw_parts_mut(out, max as usize),
-        )
+    let state = unsafe { &mut *state };
+    let out: &mut [MaybeUninit<Wc>] = match usize::try_from(max) {
+        // SAFETY: Guaranteed by the caller; `MaybeUninit` makes no claim about the contents.
+        Ok(n) if n > 0 => unsafe { core::slice::from_raw_parts_mut(out.cast(), n) },
+        _ => &mut [],
     };
-    match state.poll(out) {
+    match state.poll_into(out) {
         Ok(n) => n as i32,
         Err(PollError::QueueError | PollError::Overflow) => -1,
     }
@@ -757,6 +797,64 @@ pub unsafe extern "C" fn ferroce_cq_remap(state: *mut CqState, base: *mut u8, nu
     // SAFETY: Forwarded contract.
     unsafe { (*state).remap(base, num_entries) };
 }
+
+// The layouts shared with the C part of the provider and with the kernel. ferroce.c asserts
+// the same numbers of the C structures ("What provider/ring assumes"), so a change on either
+// side fails a build instead of corrupting a ring or the caller's memory.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    // `struct ferroce_cq_state`, `struct ferroce_wq_caps`, `struct ferroce_wq_state` (C reads
+    // `caps` and `wqe_size` of an SRQ's state), `struct ferroce_mmap_info`.
+    assert!(size_of::<CqState>() == 16);
+    assert!(offset_of!(CqState, base) == 0);
+    assert!(offset_of!(CqState, num_entries) == 8);
+    assert!(offset_of!(CqState, consumer) == 12);
+    assert!(size_of::<WqCaps>() == 12);
+    assert!(offset_of!(WqCaps, qp_type) == 0);
+    assert!(offset_of!(WqCaps, max_sge) == 4);
+    assert!(offset_of!(WqCaps, max_inline) == 8);
+    assert!(size_of::<WqState>() == 40);
+    assert!(offset_of!(WqState, base) == 0);
+    assert!(offset_of!(WqState, num_entries) == 8);
+    assert!(offset_of!(WqState, wqe_size) == 12);
+    assert!(offset_of!(WqState, producer) == 16);
+    assert!(offset_of!(WqState, unpublished) == 20);
+    assert!(offset_of!(WqState, caps) == 24);
+    assert!(size_of::<MmapInfo>() == 16);
+    assert!(offset_of!(MmapInfo, offset) == 0);
+    assert!(offset_of!(MmapInfo, size) == 8);
+    assert!(offset_of!(MmapInfo, num_entries) == 12);
+    // `struct ferroce_queue_ctrl` and the entries after it.
+    assert!(layout::CTRL_PRODUCER == 0 && layout::CTRL_CONSUMER == 64);
+    assert!(layout::CTRL_NOTIFY == 128 && layout::CTRL_FLAGS == 132);
+    assert!(layout::QUEUE_ENTRIES == 256);
+    // `struct ferroce_sge` (and `struct ibv_sge`, which ferroce.c passes as one).
+    assert!(size_of::<Sge>() == layout::SGE_SIZE && layout::SGE_SIZE == 16);
+    assert!(offset_of!(Sge, addr) == 0);
+    assert!(offset_of!(Sge, length) == 8);
+    assert!(offset_of!(Sge, lkey) == 12);
+    // `struct ferroce_send_wqe` and `struct ferroce_recv_wqe`.
+    assert!(layout::SEND_WQE_HEADER == 64 && layout::RECV_WQE_HEADER == 16);
+    assert!(layout::SEND_OPCODE == 8 && layout::SEND_FLAGS == 12);
+    assert!(layout::SEND_NUM_SGE == 16 && layout::SEND_INLINE_LEN == 20);
+    assert!(layout::SEND_REMOTE_ADDR == 32);
+    assert!(layout::RECV_NUM_SGE == 8 && layout::RECV_RESERVED == 12);
+    // `struct ferroce_cqe`, whose head is `struct ibv_wc` (`Wc`).
+    assert!(size_of::<Cqe>() == 64 && size_of::<Wc>() == 48);
+    assert!(offset_of!(Cqe, wr_id) == 0 && offset_of!(Wc, wr_id) == 0);
+    assert!(offset_of!(Cqe, status) == 8 && offset_of!(Wc, status) == 8);
+    assert!(offset_of!(Cqe, opcode) == 12 && offset_of!(Wc, opcode) == 12);
+    assert!(offset_of!(Cqe, vendor_err) == 16 && offset_of!(Wc, vendor_err) == 16);
+    assert!(offset_of!(Cqe, byte_len) == 20 && offset_of!(Wc, byte_len) == 20);
+    assert!(offset_of!(Cqe, imm_data) == 24 && offset_of!(Wc, imm_data) == 24);
+    assert!(offset_of!(Cqe, qp_num) == 28 && offset_of!(Wc, qp_num) == 28);
+    assert!(offset_of!(Cqe, src_qp) == 32 && offset_of!(Wc, src_qp) == 32);
+    assert!(offset_of!(Cqe, wc_flags) == 36 && offset_of!(Wc, wc_flags) == 36);
+    assert!(offset_of!(Cqe, pkey_index) == 40 && offset_of!(Wc, pkey_index) == 40);
+    assert!(offset_of!(Cqe, slid) == 42 && offset_of!(Wc, slid) == 42);
+    assert!(offset_of!(Cqe, sl) == 44 && offset_of!(Wc, sl) == 44);
+    assert!(offset_of!(Cqe, dlid_path_bits) == 45 && offset_of!(Wc, dlid_path_bits) == 45);
+};
 
 #[cfg(test)]
 mod tests {
@@ -973,7 +1071,8 @@ mod tests {
         kernel.join().unwrap();
     }
 
-    /// A work queue whose caps are what its entries have room for.
+    /// An overflowed CQ returns the completions it holds, in batches, then fails every poll,
+    /// through the C entry point too, and also when asked for none.
     #[test]
     fn overflowed_cq_returns_what_it_holds_then_fails() {
         let mut r = Ring::new(4);
@@ -999,6 +1098,42 @@ mod tests {
             -1,
             "the C entry point fails too"
         );
+        for max in [0, -1, i32::MIN] {
+            assert_eq!(
+                unsafe { ferroce_cq_poll(&mut cq, core::ptr::null_mut(), max) },
+                -1,
+                "a poll for {max} completions of the emptied overflowed CQ"
+            );
+        }
+    }
+
+    /// Asking for no completion polls nothing and touches no array; it fails only on a CQ
+    /// that fails every poll.
+    #[test]
+    fn polls_for_no_completion() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        let null = core::ptr::null_mut();
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, 0, "empty");
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }
+            .fetch_or(layout::QUEUE_OVERFLOW, Ordering::Release);
+        for max in [0, -3] {
+            assert_eq!(
+                unsafe { ferroce_cq_poll(&mut cq, null, max) },
+                0,
+                "overflowed, one completion held: nothing polled, no failure yet"
+            );
+        }
+        let mut wc = [Wc::default(); 1];
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, wc.as_mut_ptr(), 1) }, 1);
+        assert_eq!(wc[0].wr_id, 1);
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, -1);
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        r.push(1);
+        unsafe { word(r.base(), layout::CTRL_FLAGS) }.store(layout::QUEUE_ERROR, Ordering::Release);
+        assert_eq!(unsafe { ferroce_cq_poll(&mut cq, null, 0) }, -1, "in error");
     }
 
     #[test]
@@ -1018,6 +1153,7 @@ mod tests {
         assert_eq!(cq.poll(&mut out), Err(PollError::Overflow));
     }
 
+    /// A work queue whose caps are what its entries have room for.
     fn wq(num_entries: u32, wqe_size: u32) -> (Vec<u64>, WqState) {
         let caps = WqCaps {
             qp_type: qp_type::RC,
@@ -1333,6 +1469,77 @@ mod tests {
             errno::EINVAL
         );
         assert_eq!(unsafe { ffi_rq_post(&mut rq, &[]) }, 0);
+    }
+
+    /// An SGE count beyond the caps is refused before the array is looked at: here the
+    /// "array" is a dangling pointer, which no slice may be made over.
+    #[test]
+    fn sge_count_beyond_the_caps_is_refused_unread() {
+        let caps = WqCaps {
+            qp_type: qp_type::RC,
+            max_sge: 2,
+            max_inline: 0,
+        };
+        let (mem, mut rq) = wq_caps(4, 64, caps);
+        let (_m, mut sq) = wq_caps(4, 128, caps);
+        let before = snapshot(&mem, &rq);
+        let dangling = core::ptr::NonNull::<Sge>::dangling().as_ptr();
+        let header = send_header(opcode::SEND, 0, 0);
+        for n in [3, 1000, i32::MAX, -1, i32::MIN] {
+            assert_eq!(
+                unsafe { ferroce_rq_post(&mut rq, 1, dangling, n) },
+                errno::EINVAL,
+                "recv, num_sge {n}"
+            );
+            assert_eq!(
+                unsafe { ferroce_sq_post(&mut sq, header.as_ptr(), dangling, n) },
+                errno::EINVAL,
+                "send, num_sge {n}"
+            );
+        }
+        let null = core::ptr::null();
+        assert_eq!(
+            unsafe { ferroce_rq_post(&mut rq, 1, null, 1) },
+            errno::EINVAL
+        );
+        assert!(snapshot(&mem, &rq) == before, "something was written");
+        assert_eq!(unsafe { ferroce_rq_post(&mut rq, 1, null, 0) }, 0);
+        assert_eq!(
+            unsafe { ferroce_rq_post(&mut rq, 2, [sge(1); 2].as_ptr(), 2) },
+            0
+        );
+        assert_eq!(
+            unsafe { ferroce_sq_post(&mut sq, header.as_ptr(), [sge(1); 2].as_ptr(), 2) },
+            0
+        );
+    }
+
+    /// `ibv_poll_cq`'s array is uninitialised memory: only the completions returned are
+    /// written, and nothing beyond them.
+    #[test]
+    fn polls_into_uninitialised_memory() {
+        let mut r = Ring::new(4);
+        let mut cq = unsafe { CqState::new(r.base(), 4) };
+        assert!(r.push(5));
+        assert!(r.push(6));
+        let mut out = [const { MaybeUninit::<Wc>::uninit() }; 4];
+        // A canary past the two completions: must stay as it is.
+        let canary = Wc {
+            wr_id: 0xdead,
+            ..Wc::default()
+        };
+        out[2].write(canary);
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, out.as_mut_ptr().cast(), 4) },
+            2
+        );
+        let got = unsafe { [out[0].assume_init(), out[1].assume_init()] };
+        assert_eq!((got[0].wr_id, got[1].wr_id), (5, 6));
+        assert_eq!(unsafe { out[2].assume_init() }, canary);
+        assert_eq!(
+            unsafe { ferroce_cq_poll(&mut cq, out.as_mut_ptr().cast(), 4) },
+            0
+        );
     }
 
     unsafe fn ffi_rq_post(rq: &mut WqState, sges: &[Sge]) -> i32 {
