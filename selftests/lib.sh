@@ -62,6 +62,19 @@ wait_for() {
 	return 1
 }
 
+# wait_output SECONDS EXPECTED COMMAND...: poll until COMMAND prints EXPECTED.
+# (Not `wait_for N test "$(cmd)" = x`: the shell runs a $(...) argument once,
+# before wait_for starts, so such a wait never sees a change.)
+wait_output() {
+	local t=$1 want=$2 i
+	shift 2
+	for ((i = 0; i < t * 10; i++)); do
+		[ "$("$@" 2>/dev/null)" = "$want" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # A dummy netdev with an IPv4 address: the cheapest place for a loopback
 # RDMA device.  add_dummy NAME IP [MTU]
 add_dummy() {

@@ -23,10 +23,10 @@ ibv_asyncwatch -d ferroce0 >/tmp/asyncwatch.log 2>&1 &
 watcher=$!
 sleep 1
 ip link set fp0 down
-wait_for 10 test "$(port_field ferroce0 state)" = PORT_DOWN || fail "port still $(port_field ferroce0 state) after down"
+wait_output 10 PORT_DOWN port_field ferroce0 state || fail "port still $(port_field ferroce0 state) after down"
 [ "$(port_field ferroce0 phys_state)" = DISABLED ] || fail "phys_state $(port_field ferroce0 phys_state)"
 ip link set fp0 up
-wait_for 10 test "$(port_field ferroce0 state)" = PORT_ACTIVE || fail "port not active after up"
+wait_output 10 PORT_ACTIVE port_field ferroce0 state || fail "port not active after up"
 wait_for 10 grep -q 'IBV_EVENT_PORT_ACTIVE' /tmp/asyncwatch.log || true
 kill $watcher 2>/dev/null
 cat /tmp/asyncwatch.log

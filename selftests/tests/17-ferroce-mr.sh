@@ -159,5 +159,5 @@ os.kill(os.getpid(), signal.SIGKILL)
 ' || true
 wait_for 10 res_at_baseline ferroce0 mr ||
 	fail "MRs left after SIGKILL: $(rdma resource show ferroce0)"
-wait_for 10 test "$(pins)" = "$base" || fail "$(( $(pins) - base )) pages still pinned after SIGKILL"
+wait_output 10 "$base" pins || fail "$(( $(pins) - base )) pages still pinned after SIGKILL"
 echo "SIGKILL: no MR, no pinned page left"

@@ -59,6 +59,6 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for d in $devs; do
 		rdma link delete "$d" || fail "round $r: cannot delete $d"
 	done
-	wait_for 10 test -z "$(bound)" || fail "round $r: devices left on $NETDEV: $(bound)"
+	wait_output 10 "" bound || fail "round $r: devices left on $NETDEV: $(bound)"
 done
 echo "$ROUNDS rounds of $RACERS concurrent link adds: one device each, the others EEXIST"
