@@ -91,4 +91,30 @@ int ferroce_sq_post(struct ferroce_wq_state *state,
  */
 int ferroce_wq_publish(struct ferroce_wq_state *state);
 
+/*
+ * The extended CQ (ibv_cq_ex) on the same ring, polled one completion at
+ * a time (struct CqCursor): start_poll, next_poll and end_poll under the
+ * CQ lock.  The current completion is
+ * copied into the cursor, which the read_* functions read.
+ */
+struct ferroce_cq_cursor {
+	struct ferroce_cqe cqe;
+	uint32_t held;
+	uint32_t reserved;
+};
+
+/*
+ * 0 with the completion in cursor, ENOENT if there is none, EIO if the
+ * kernel put the CQ in error, EOVERFLOW if it overflowed and holds no more
+ * (ferroce_cq_poll's -1 cases).  Entries passed over are given back to the
+ * kernel by ferroce_cq_end, which must follow a ferroce_cq_start that
+ * returned 0.
+ */
+int ferroce_cq_start(struct ferroce_cq_state *state,
+		     struct ferroce_cq_cursor *cursor);
+int ferroce_cq_next(struct ferroce_cq_state *state,
+		    struct ferroce_cq_cursor *cursor);
+void ferroce_cq_end(struct ferroce_cq_state *state,
+		    struct ferroce_cq_cursor *cursor);
+
 #endif /* FERROCE_RING_H */

@@ -684,6 +684,21 @@ static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	return ret;
 }
 
+/* Checks and maps a new CQ's ring; 0 or an errno (the caller destroys it). */
+static int cq_map_ring(struct ibv_context *context, struct ferroce_cq *cq,
+		       const struct ferroce_mmap_info *mi)
+{
+	int ret = ferroce_cq_check(mi);
+
+	if (!ret)
+		ret = map_queue(context, mi, &cq->ring);
+	if (ret)
+		return ret;
+	ferroce_cq_init(&cq->state, cq->ring.addr, mi->num_entries);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 				       struct ibv_comp_channel *channel,
 				       int comp_vector)
@@ -706,17 +721,13 @@ static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 
-	ret = ferroce_cq_check(&resp.mi);
-	if (!ret)
-		ret = map_queue(context, &resp.mi, &cq->ring);
+	ret = cq_map_ring(context, cq, &resp.mi);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
 		errno = ret;
 		return NULL;
 	}
-	ferroce_cq_init(&cq->state, cq->ring.addr, resp.mi.num_entries);
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->vcq.cq;
 }
 
@@ -889,6 +900,12 @@ AT(struct ferroce_sge, addr, 0);
 AT(struct ferroce_sge, length, 8);
 AT(struct ferroce_sge, lkey, 12);
 
+/* The ibv_cq_ex cursor (provider/ring). */
+SIZE(struct ferroce_cq_cursor, 72);
+AT(struct ferroce_cq_cursor, cqe, 0);
+AT(struct ferroce_cq_cursor, held, 64);
+AT(struct ferroce_cq_cursor, reserved, 68);
+
 /* The verbs values provider/ring checks work requests against. */
 static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
 		      IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3 &&
@@ -937,10 +954,185 @@ static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ret;
 }
 
+/*
+ * The extended CQ (ibv_create_cq_ex): one completion at a time, read field
+ * by field.  start_poll takes the CQ lock and end_poll drops it, so a
+ * resize (which moves the ring) cannot run in between; when start_poll
+ * fails the lock is not held and end_poll must not be called (verbs.h).
+ * Errors are ferroce_poll_cq's: ENOENT for an empty CQ, EIO for a CQ in
+ * error or one whose resize failed, EOVERFLOW for an overflowed CQ holding
+ * no more completions (an overflowed CQ never looks empty).
+ */
+static int ferroce_start_poll(struct ibv_cq_ex *ibcqx,
+			      struct ibv_poll_cq_attr *attr)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+	int ret;
+
+	/* No poll attribute is defined yet. */
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	ret = cq->ring.addr ? ferroce_cq_start(&cq->state, &cq->cursor) : EIO;
+	if (ret) {
+		pthread_spin_unlock(&cq->lock);
+		return ret;
+	}
+	ibcqx->wr_id = cq->cursor.cqe.wr_id;
+	ibcqx->status = cq->cursor.cqe.status;
+	return 0;
+}
+
+static int ferroce_next_poll(struct ibv_cq_ex *ibcqx)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+	int ret = ferroce_cq_next(&cq->state, &cq->cursor);
+
+	if (!ret) {
+		ibcqx->wr_id = cq->cursor.cqe.wr_id;
+		ibcqx->status = cq->cursor.cqe.status;
+	}
+	return ret;
+}
+
+static void ferroce_end_poll(struct ibv_cq_ex *ibcqx)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+
+	ferroce_cq_end(&cq->state, &cq->cursor);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode ferroce_read_opcode(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.opcode;
+}
+
+static uint32_t ferroce_read_vendor_err(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.vendor_err;
+}
+
+static uint32_t ferroce_read_byte_len(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.byte_len;
+}
+
+/*
+ * The CQE's imm_data holds the immediate (big endian) or, with
+ * IBV_WC_WITH_INV, the invalidated rkey in host order (as ibv_wc's union
+ * has it).  ibv_wc_read_invalidated_rkey byte-swaps what this returns, so
+ * the rkey is returned big endian.
+ */
+static __be32 ferroce_read_imm_data(struct ibv_cq_ex *ibcqx)
+{
+	const struct ferroce_cqe *cqe = &cqx_to_fcq(ibcqx)->cursor.cqe;
+
+	if (cqe->wc_flags & IBV_WC_WITH_INV)
+		return htobe32(cqe->imm_data);
+	return (__force __be32)cqe->imm_data;
+}
+
+static uint32_t ferroce_read_qp_num(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.qp_num;
+}
+
+static uint32_t ferroce_read_src_qp(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.src_qp;
+}
+
+static unsigned int ferroce_read_wc_flags(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.wc_flags;
+}
+
+static uint32_t ferroce_read_slid(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.slid;
+}
+
+static uint8_t ferroce_read_sl(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.sl;
+}
+
+static uint8_t ferroce_read_dlid_path_bits(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.dlid_path_bits;
+}
+
+/*
+ * The wc_flags a ferroce CQE holds: the fields of struct ibv_wc.  No
+ * timestamps, VLANs, flow tags or tag matching: asking for one fails with
+ * EOPNOTSUPP rather than reading garbage.
+ */
+#define FERROCE_WC_EX_FLAGS ((uint64_t)IBV_WC_STANDARD_FLAGS)
+
+static struct ibv_cq_ex *ferroce_create_cq_ex(struct ibv_context *context,
+					      struct ibv_cq_init_attr_ex *attr)
+{
+	struct uferroce_create_cq_ex_resp resp = {};
+	struct uferroce_create_cq_ex cmd = {};
+	struct ferroce_cq *cq;
+	int ret;
+
+	/*
+	 * A parent domain (comp_mask PD) is not supported; of the flags only
+	 * SINGLE_THREADED, a hint (the lock stays).  IGNORE_OVERRUN and
+	 * completion timestamps would change what the ring means.
+	 */
+	if ((attr->wc_flags & ~FERROCE_WC_EX_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	ret = cq_map_ring(context, cq, &resp.mi);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	/* Every field is in every CQE: all readers, whatever was asked for. */
+	cq->vcq.cq_ex.start_poll = ferroce_start_poll;
+	cq->vcq.cq_ex.next_poll = ferroce_next_poll;
+	cq->vcq.cq_ex.end_poll = ferroce_end_poll;
+	cq->vcq.cq_ex.read_opcode = ferroce_read_opcode;
+	cq->vcq.cq_ex.read_vendor_err = ferroce_read_vendor_err;
+	cq->vcq.cq_ex.read_byte_len = ferroce_read_byte_len;
+	cq->vcq.cq_ex.read_imm_data = ferroce_read_imm_data;
+	cq->vcq.cq_ex.read_qp_num = ferroce_read_qp_num;
+	cq->vcq.cq_ex.read_src_qp = ferroce_read_src_qp;
+	cq->vcq.cq_ex.read_wc_flags = ferroce_read_wc_flags;
+	cq->vcq.cq_ex.read_slid = ferroce_read_slid;
+	cq->vcq.cq_ex.read_sl = ferroce_read_sl;
+	cq->vcq.cq_ex.read_dlid_path_bits = ferroce_read_dlid_path_bits;
+	return &cq->vcq.cq_ex;
+}
+
 static const struct verbs_context_ops ferroce_ctx_ops = {
 	.alloc_pd = ferroce_alloc_pd,
 	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
+	.create_cq_ex = ferroce_create_cq_ex,
 	.create_qp = ferroce_create_qp,
 	.create_srq = ferroce_create_srq,
 	.dealloc_pd = ferroce_dealloc_pd,

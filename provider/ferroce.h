@@ -41,7 +41,14 @@ struct ferroce_cq {
 	pthread_spinlock_t lock;
 	struct ferroce_mapping ring;
 	struct ferroce_cq_state state;
+	/* The completion ibv_cq_ex is on, between start_poll and end_poll. */
+	struct ferroce_cq_cursor cursor;
 };
+
+static inline struct ferroce_cq *cqx_to_fcq(struct ibv_cq_ex *ibcqx)
+{
+	return container_of(ibcqx, struct ferroce_cq, vcq.cq_ex);
+}
 
 static inline struct ferroce_cq *to_fcq(struct ibv_cq *ibcq)
 {

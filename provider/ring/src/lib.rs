@@ -17,6 +17,9 @@
 use core::mem::MaybeUninit;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
+mod cq_batch;
+pub use cq_batch::*;
+
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
 pub mod layout {
     /// `producer`.
@@ -246,6 +249,10 @@ pub mod errno {
     pub const EINVAL: i32 = 22;
     /// The kernel put the queue in error.
     pub const EIO: i32 = 5;
+    /// `ibv_start_poll`, `ibv_next_poll`: no completion (yet).
+    pub const ENOENT: i32 = 2;
+    /// `ibv_start_poll`, `ibv_next_poll`: the CQ overflowed and holds no more completions.
+    pub const EOVERFLOW: i32 = 75;
 }
 
 impl WqState {
