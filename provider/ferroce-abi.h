@@ -19,6 +19,8 @@ DECLARE_DRV_CMD(uferroce_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 DECLARE_DRV_CMD(uferroce_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, ferroce_create_cq_resp);
 /* The extended verbs carry the same driver data as the basic ones. */
+DECLARE_DRV_CMD(uferroce_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP,
+		empty, ferroce_create_qp_resp);
 DECLARE_DRV_CMD(uferroce_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		empty, ferroce_create_cq_resp);
 DECLARE_DRV_CMD(uferroce_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,

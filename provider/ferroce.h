@@ -64,11 +64,18 @@ struct ferroce_qp {
 	struct ferroce_mapping rq_ring;	/* none when the QP receives from an SRQ */
 	struct ferroce_wq_state sq;
 	struct ferroce_wq_state rq;
+	/* The ibv_qp_ex batch, between wr_start and wr_complete or wr_abort. */
+	struct ferroce_sq_batch batch;
 };
 
 static inline struct ferroce_qp *to_fqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct ferroce_qp, vqp.qp);
+}
+
+static inline struct ferroce_qp *qpx_to_fqp(struct ibv_qp_ex *ibqpx)
+{
+	return container_of(ibqpx, struct ferroce_qp, vqp.qp_ex);
 }
 
 struct ferroce_srq {

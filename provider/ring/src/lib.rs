@@ -18,7 +18,9 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 mod cq_batch;
+mod sq_batch;
 pub use cq_batch::*;
+pub use sq_batch::*;
 
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
 pub mod layout {
@@ -60,6 +62,10 @@ pub mod layout {
     /// `struct ferroce_recv_wqe`: `num_sge` and `reserved` (after the u64 `wr_id`).
     pub const RECV_NUM_SGE: usize = 8;
     pub const RECV_RESERVED: usize = 12;
+    /// `struct ferroce_send_wqe`: `wr.ud.ah_num`, `wr.ud.remote_qpn`, `wr.ud.remote_qkey`.
+    pub const SEND_UD_AH_NUM: usize = 32;
+    pub const SEND_UD_REMOTE_QPN: usize = 36;
+    pub const SEND_UD_REMOTE_QKEY: usize = 40;
 }
 
 /// `enum ibv_wr_opcode`.
@@ -253,6 +259,8 @@ pub mod errno {
     pub const ENOENT: i32 = 2;
     /// `ibv_start_poll`, `ibv_next_poll`: the CQ overflowed and holds no more completions.
     pub const EOVERFLOW: i32 = 75;
+    /// `ibv_create_qp_ex`: a send operation the QP type (or ferroce) cannot do.
+    pub const EOPNOTSUPP: i32 = 95;
 }
 
 impl WqState {
@@ -873,6 +881,8 @@ const _: () = {
     assert!(layout::SEND_NUM_SGE == 16 && layout::SEND_INLINE_LEN == 20);
     assert!(layout::SEND_REMOTE_ADDR == 32);
     assert!(layout::RECV_NUM_SGE == 8 && layout::RECV_RESERVED == 12);
+    assert!(layout::SEND_UD_AH_NUM == 32 && layout::SEND_UD_REMOTE_QPN == 36);
+    assert!(layout::SEND_UD_REMOTE_QKEY == 40);
     // `struct ferroce_cqe`, whose head is `struct ibv_wc` (`Wc`).
     assert!(size_of::<Cqe>() == 64 && size_of::<Wc>() == 48);
     assert!(offset_of!(Cqe, wr_id) == 0 && offset_of!(Wc, wr_id) == 0);
