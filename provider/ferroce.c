@@ -572,11 +572,32 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return ret;
 }
 
+/*
+ * Checks and maps the queue a create SRQ response describes, held to the
+ * max_sge the kernel granted; 0 or an errno (the caller destroys the SRQ).
+ */
+static int srq_map_ring(struct ibv_context *context, struct ferroce_srq *srq,
+			uint32_t max_sge,
+			const struct ferroce_create_srq_resp *resp)
+{
+	struct ferroce_wq_caps caps = { .max_sge = max_sge };
+	int ret;
+
+	ret = ferroce_rq_check(&resp->mi, resp->wqe_size, &caps);
+	if (!ret)
+		ret = map_queue(context, &resp->mi, &srq->ring);
+	if (ret)
+		return ret;
+	ferroce_wq_init(&srq->wq, srq->ring.addr, resp->mi.num_entries,
+			resp->wqe_size, &caps);
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 					  struct ibv_srq_init_attr *attr)
 {
 	struct uferroce_create_srq_resp resp = {};
-	struct ferroce_wq_caps caps = {};
 	struct ibv_create_srq cmd = {};
 	struct ferroce_srq *srq;
 	int ret;
@@ -593,20 +614,64 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	/* Held to the max_sge the kernel granted (copied into attr). */
-	caps.max_sge = attr->attr.max_sge;
-	ret = ferroce_rq_check(&resp.mi, resp.wqe_size, &caps);
-	if (!ret)
-		ret = map_queue(pd->context, &resp.mi, &srq->ring);
+	/* libibverbs copied the granted max_sge into attr. */
+	ret = srq_map_ring(pd->context, srq, attr->attr.max_sge,
+			   &resp.drv_payload);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
-	ferroce_wq_init(&srq->wq, srq->ring.addr, resp.mi.num_entries,
-			resp.wqe_size, &caps);
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &srq->vsrq.srq;
+}
+
+/*
+ * ibv_create_srq_ex.  libibverbs sends basic SRQs that ask for nothing but
+ * a PD (and the type) to create_srq; the others come here.  Only basic
+ * SRQs exist (no XRC, no tag matching); a basic SRQ's CQ (comp_mask CQ) is
+ * meaningless and ignored, as the kernel ignores it.
+ */
+static struct ibv_srq *ferroce_create_srq_ex(struct ibv_context *context,
+					     struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t supported = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE |
+				   IBV_SRQ_INIT_ATTR_CQ;
+	struct uferroce_create_srq_ex_resp resp = {};
+	struct uferroce_create_srq_ex cmd = {};
+	struct ferroce_srq *srq;
+	int ret;
+
+	if ((attr->comp_mask & ~supported) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+
+	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+
+	ret = srq_map_ring(context, srq, attr->attr.max_sge, &resp.drv_payload);
+	if (ret) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
 	return &srq->vsrq.srq;
 }
 
@@ -1512,6 +1577,7 @@ static const struct verbs_context_ops ferroce_ctx_ops = {
 	.create_qp = ferroce_create_qp,
 	.create_qp_ex = ferroce_create_qp_ex,
 	.create_srq = ferroce_create_srq,
+	.create_srq_ex = ferroce_create_srq_ex,
 	.dealloc_pd = ferroce_dealloc_pd,
 	.dereg_mr = ferroce_dereg_mr,
 	.destroy_ah = ferroce_destroy_ah,
