@@ -18,6 +18,13 @@ DECLARE_DRV_CMD(uferroce_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, ferroce_create_qp_resp);
 DECLARE_DRV_CMD(uferroce_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, ferroce_create_cq_resp);
+/* The extended verbs carry the same driver data as the basic ones. */
+DECLARE_DRV_CMD(uferroce_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP,
+		empty, ferroce_create_qp_resp);
+DECLARE_DRV_CMD(uferroce_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		empty, ferroce_create_cq_resp);
+DECLARE_DRV_CMD(uferroce_create_srq_ex, IB_USER_VERBS_CMD_CREATE_XSRQ,
+		empty, ferroce_create_srq_resp);
 DECLARE_DRV_CMD(uferroce_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		empty, ferroce_resize_cq_resp);
 DECLARE_DRV_CMD(uferroce_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

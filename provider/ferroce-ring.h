@@ -5,6 +5,7 @@
 #ifndef FERROCE_RING_H
 #define FERROCE_RING_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <rdma/ferroce-abi.h>
 
@@ -90,5 +91,76 @@ int ferroce_sq_post(struct ferroce_wq_state *state,
  * the doorbell; never 1 when nothing was written.
  */
 int ferroce_wq_publish(struct ferroce_wq_state *state);
+
+/*
+ * The extended verbs (ibv_cq_ex, ibv_qp_ex) on the same rings.
+ *
+ * A CQ polled one completion at a time (struct CqCursor): start_poll,
+ * next_poll and end_poll under the CQ lock.  The current completion is
+ * copied into the cursor, which the read_* functions read.
+ */
+struct ferroce_cq_cursor {
+	struct ferroce_cqe cqe;
+	uint32_t held;
+	uint32_t reserved;
+};
+
+/*
+ * 0 with the completion in cursor, ENOENT if there is none, EIO if the
+ * kernel put the CQ in error, EOVERFLOW if it overflowed and holds no more
+ * (ferroce_cq_poll's -1 cases).  Entries passed over are given back to the
+ * kernel by ferroce_cq_end, which must follow a ferroce_cq_start that
+ * returned 0.
+ */
+int ferroce_cq_start(struct ferroce_cq_state *state,
+		     struct ferroce_cq_cursor *cursor);
+int ferroce_cq_next(struct ferroce_cq_state *state,
+		    struct ferroce_cq_cursor *cursor);
+void ferroce_cq_end(struct ferroce_cq_state *state,
+		    struct ferroce_cq_cursor *cursor);
+
+/*
+ * An ibv_qp_ex batch (struct SqBatch), under the SQ lock from wr_start to
+ * wr_complete or wr_abort.  A builder stages a WQE header (wr_id, opcode,
+ * send_flags, imm_data, wr.rdma or wr.atomic filled in) and takes the next
+ * entry; setters write its data into the entry.  Each work request is
+ * checked as ferroce_sq_post checks one when the next builder or
+ * wr_complete finishes it.  The first error is latched and fails the whole
+ * batch in ferroce_sq_batch_complete, which publishes nothing then; abort
+ * drops the batch.  A count of SGEs beyond max_sge fails it unread.
+ */
+struct ferroce_sq_batch {
+	uint8_t header[64];
+	void *slot;
+	uint64_t length;
+	int32_t err;
+	uint32_t open;
+	uint32_t ud_set;
+	uint32_t reserved;
+};
+
+struct ibv_data_buf;
+void ferroce_sq_batch_start(struct ferroce_wq_state *state,
+			    struct ferroce_sq_batch *batch);
+void ferroce_sq_batch_fail(struct ferroce_sq_batch *batch, int err);
+void ferroce_sq_batch_begin(struct ferroce_wq_state *state,
+			    struct ferroce_sq_batch *batch,
+			    const struct ferroce_send_wqe *header);
+void ferroce_sq_batch_sges(struct ferroce_wq_state *state,
+			   struct ferroce_sq_batch *batch,
+			   const struct ferroce_sge *sges, size_t num_sge);
+void ferroce_sq_batch_inline(struct ferroce_wq_state *state,
+			     struct ferroce_sq_batch *batch,
+			     const struct ibv_data_buf *bufs, size_t num_buf);
+void ferroce_sq_batch_ud(struct ferroce_wq_state *state,
+			 struct ferroce_sq_batch *batch, uint32_t ah_num,
+			 uint32_t remote_qpn, uint32_t remote_qkey);
+void ferroce_sq_batch_abort(struct ferroce_wq_state *state,
+			    struct ferroce_sq_batch *batch);
+/* 0 and *doorbell (as ferroce_wq_publish), or the batch's first error. */
+int ferroce_sq_batch_complete(struct ferroce_wq_state *state,
+			      struct ferroce_sq_batch *batch, int *doorbell);
+/* 0, or EOPNOTSUPP if a QP of qp_type cannot do all of send_ops_flags. */
+int ferroce_send_ops_check(uint32_t qp_type, uint64_t send_ops_flags);
 
 #endif /* FERROCE_RING_H */

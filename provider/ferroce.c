@@ -209,11 +209,59 @@ static int remap_queue(struct ibv_context *context,
 	return 0;
 }
 
+/*
+ * Checks and maps the rings a create QP response describes; 0 or an errno
+ * (the caller destroys the QP).  cap holds the capabilities the kernel
+ * granted (libibverbs copied them from the response): work requests are
+ * held to those.  A response whose rings cannot hold them (short, zero, or
+ * nonsense sizes) fails the verb before anything is mapped.
+ */
+static int qp_map_rings(struct ibv_context *context, struct ferroce_qp *qp,
+			uint32_t qp_type, const struct ibv_qp_cap *cap,
+			bool has_srq, const struct ferroce_create_qp_resp *resp)
+{
+	struct ferroce_wq_caps sq_caps, rq_caps;
+	int ret;
+
+	sq_caps = (struct ferroce_wq_caps){
+		.qp_type = qp_type,
+		.max_sge = cap->max_send_sge,
+		.max_inline = cap->max_inline_data,
+	};
+	rq_caps = (struct ferroce_wq_caps){
+		.qp_type = qp_type,
+		.max_sge = cap->max_recv_sge,
+	};
+	ret = ferroce_sq_check(&resp->sq_mi, resp->sq_wqe_size, &sq_caps);
+	if (!ret && !has_srq)
+		ret = ferroce_rq_check(&resp->rq_mi, resp->rq_wqe_size, &rq_caps);
+	if (ret)
+		return ret;
+
+	ret = map_queue(context, &resp->sq_mi, &qp->sq_ring);
+	if (ret)
+		return ret;
+	ferroce_wq_init(&qp->sq, qp->sq_ring.addr, resp->sq_mi.num_entries,
+			resp->sq_wqe_size, &sq_caps);
+	if (!has_srq) {
+		ret = map_queue(context, &resp->rq_mi, &qp->rq_ring);
+		if (ret) {
+			unmap_queue(&qp->sq_ring);
+			return ret;
+		}
+		ferroce_wq_init(&qp->rq, qp->rq_ring.addr,
+				resp->rq_mi.num_entries, resp->rq_wqe_size,
+				&rq_caps);
+	}
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 					struct ibv_qp_init_attr *attr)
 {
 	struct uferroce_create_qp_resp resp = {};
-	struct ferroce_wq_caps sq_caps, rq_caps;
 	struct ibv_create_qp cmd = {};
 	struct ferroce_qp *qp;
 	int ret;
@@ -230,51 +278,15 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	/*
-	 * libibverbs copied the capabilities the kernel granted into
-	 * attr->cap: work requests are held to those.  A response whose rings
-	 * cannot hold them (short, zero, or nonsense sizes) fails the verb
-	 * before anything is mapped.
-	 */
-	sq_caps = (struct ferroce_wq_caps){
-		.qp_type = attr->qp_type,
-		.max_sge = attr->cap.max_send_sge,
-		.max_inline = attr->cap.max_inline_data,
-	};
-	rq_caps = (struct ferroce_wq_caps){
-		.qp_type = attr->qp_type,
-		.max_sge = attr->cap.max_recv_sge,
-	};
-	ret = ferroce_sq_check(&resp.sq_mi, resp.sq_wqe_size, &sq_caps);
-	if (!ret && !attr->srq)
-		ret = ferroce_rq_check(&resp.rq_mi, resp.rq_wqe_size, &rq_caps);
-	if (ret)
-		goto err_destroy;
-
-	ret = map_queue(pd->context, &resp.sq_mi, &qp->sq_ring);
-	if (ret)
-		goto err_destroy;
-	ferroce_wq_init(&qp->sq, qp->sq_ring.addr, resp.sq_mi.num_entries,
-			resp.sq_wqe_size, &sq_caps);
-	if (!attr->srq) {
-		ret = map_queue(pd->context, &resp.rq_mi, &qp->rq_ring);
-		if (ret) {
-			unmap_queue(&qp->sq_ring);
-			goto err_destroy;
-		}
-		ferroce_wq_init(&qp->rq, qp->rq_ring.addr,
-				resp.rq_mi.num_entries, resp.rq_wqe_size,
-				&rq_caps);
+	ret = qp_map_rings(pd->context, qp, attr->qp_type, &attr->cap,
+			   attr->srq, &resp.drv_payload);
+	if (ret) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		free(qp);
+		errno = ret;
+		return NULL;
 	}
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return &qp->vqp.qp;
-
-err_destroy:
-	ibv_cmd_destroy_qp(&qp->vqp.qp);
-	free(qp);
-	errno = ret;
-	return NULL;
 }
 
 static int ferroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -560,11 +572,32 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return ret;
 }
 
+/*
+ * Checks and maps the queue a create SRQ response describes, held to the
+ * max_sge the kernel granted; 0 or an errno (the caller destroys the SRQ).
+ */
+static int srq_map_ring(struct ibv_context *context, struct ferroce_srq *srq,
+			uint32_t max_sge,
+			const struct ferroce_create_srq_resp *resp)
+{
+	struct ferroce_wq_caps caps = { .max_sge = max_sge };
+	int ret;
+
+	ret = ferroce_rq_check(&resp->mi, resp->wqe_size, &caps);
+	if (!ret)
+		ret = map_queue(context, &resp->mi, &srq->ring);
+	if (ret)
+		return ret;
+	ferroce_wq_init(&srq->wq, srq->ring.addr, resp->mi.num_entries,
+			resp->wqe_size, &caps);
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 					  struct ibv_srq_init_attr *attr)
 {
 	struct uferroce_create_srq_resp resp = {};
-	struct ferroce_wq_caps caps = {};
 	struct ibv_create_srq cmd = {};
 	struct ferroce_srq *srq;
 	int ret;
@@ -581,20 +614,64 @@ static struct ibv_srq *ferroce_create_srq(struct ibv_pd *pd,
 		return NULL;
 	}
 
-	/* Held to the max_sge the kernel granted (copied into attr). */
-	caps.max_sge = attr->attr.max_sge;
-	ret = ferroce_rq_check(&resp.mi, resp.wqe_size, &caps);
-	if (!ret)
-		ret = map_queue(pd->context, &resp.mi, &srq->ring);
+	/* libibverbs copied the granted max_sge into attr. */
+	ret = srq_map_ring(pd->context, srq, attr->attr.max_sge,
+			   &resp.drv_payload);
 	if (ret) {
 		ibv_cmd_destroy_srq(&srq->vsrq.srq);
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
-	ferroce_wq_init(&srq->wq, srq->ring.addr, resp.mi.num_entries,
-			resp.wqe_size, &caps);
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &srq->vsrq.srq;
+}
+
+/*
+ * ibv_create_srq_ex.  libibverbs sends basic SRQs that ask for nothing but
+ * a PD (and the type) to create_srq; the others come here.  Only basic
+ * SRQs exist (no XRC, no tag matching); a basic SRQ's CQ (comp_mask CQ) is
+ * meaningless and ignored, as the kernel ignores it.
+ */
+static struct ibv_srq *ferroce_create_srq_ex(struct ibv_context *context,
+					     struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t supported = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE |
+				   IBV_SRQ_INIT_ATTR_CQ;
+	struct uferroce_create_srq_ex_resp resp = {};
+	struct uferroce_create_srq_ex cmd = {};
+	struct ferroce_srq *srq;
+	int ret;
+
+	if ((attr->comp_mask & ~supported) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+
+	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+
+	ret = srq_map_ring(context, srq, attr->attr.max_sge, &resp.drv_payload);
+	if (ret) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
 	return &srq->vsrq.srq;
 }
 
@@ -684,6 +761,21 @@ static int ferroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	return ret;
 }
 
+/* Checks and maps a new CQ's ring; 0 or an errno (the caller destroys it). */
+static int cq_map_ring(struct ibv_context *context, struct ferroce_cq *cq,
+		       const struct ferroce_mmap_info *mi)
+{
+	int ret = ferroce_cq_check(mi);
+
+	if (!ret)
+		ret = map_queue(context, mi, &cq->ring);
+	if (ret)
+		return ret;
+	ferroce_cq_init(&cq->state, cq->ring.addr, mi->num_entries);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 				       struct ibv_comp_channel *channel,
 				       int comp_vector)
@@ -706,17 +798,13 @@ static struct ibv_cq *ferroce_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	}
 
-	ret = ferroce_cq_check(&resp.mi);
-	if (!ret)
-		ret = map_queue(context, &resp.mi, &cq->ring);
+	ret = cq_map_ring(context, cq, &resp.mi);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
 		errno = ret;
 		return NULL;
 	}
-	ferroce_cq_init(&cq->state, cq->ring.addr, resp.mi.num_entries);
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->vcq.cq;
 }
 
@@ -889,6 +977,42 @@ AT(struct ferroce_sge, addr, 0);
 AT(struct ferroce_sge, length, 8);
 AT(struct ferroce_sge, lkey, 12);
 
+/* The ibv_qp_ex batch and the ibv_cq_ex cursor (provider/ring). */
+SIZE(struct ferroce_sq_batch, 96);
+AT(struct ferroce_sq_batch, header, 0);
+AT(struct ferroce_sq_batch, slot, 64);
+AT(struct ferroce_sq_batch, length, 72);
+AT(struct ferroce_sq_batch, err, 80);
+AT(struct ferroce_sq_batch, open, 84);
+AT(struct ferroce_sq_batch, ud_set, 88);
+SIZE(struct ferroce_cq_cursor, 72);
+AT(struct ferroce_cq_cursor, cqe, 0);
+AT(struct ferroce_cq_cursor, held, 64);
+AT(struct ferroce_cq_cursor, reserved, 68);
+/* struct DataBuf, and the UD fields ferroce_sq_batch_ud writes. */
+SIZE(struct ibv_data_buf, 16);
+AT(struct ibv_data_buf, addr, 0);
+AT(struct ibv_data_buf, length, 8);
+AT(struct ferroce_send_wqe, imm_data, 24);
+AT(struct ferroce_send_wqe, wr.ud.ah_num, 32);
+AT(struct ferroce_send_wqe, wr.ud.remote_qpn, 36);
+AT(struct ferroce_send_wqe, wr.ud.remote_qkey, 40);
+/* send_ops_ok: bit n of send_ops_flags is opcode n, up to SEND_WITH_INV. */
+static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
+		      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM ==
+			      1 << IBV_WR_RDMA_WRITE_WITH_IMM &&
+		      IBV_QP_EX_WITH_SEND == 1 << IBV_WR_SEND &&
+		      IBV_QP_EX_WITH_SEND_WITH_IMM == 1 << IBV_WR_SEND_WITH_IMM &&
+		      IBV_QP_EX_WITH_RDMA_READ == 1 << IBV_WR_RDMA_READ &&
+		      IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP ==
+			      1 << IBV_WR_ATOMIC_CMP_AND_SWP &&
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD ==
+			      1 << IBV_WR_ATOMIC_FETCH_AND_ADD &&
+		      IBV_QP_EX_WITH_LOCAL_INV == 1 << IBV_WR_LOCAL_INV &&
+		      IBV_QP_EX_WITH_BIND_MW == 1 << IBV_WR_BIND_MW &&
+		      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV,
+	      "IBV_QP_EX_WITH_* as in provider/ring (send_ops_ok)");
+
 /* The verbs values provider/ring checks work requests against. */
 static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
 		      IBV_WR_SEND == 2 && IBV_WR_SEND_WITH_IMM == 3 &&
@@ -937,12 +1061,523 @@ static int ferroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return ret;
 }
 
+/*
+ * The extended CQ (ibv_create_cq_ex): one completion at a time, read field
+ * by field.  start_poll takes the CQ lock and end_poll drops it, so a
+ * resize (which moves the ring) cannot run in between; when start_poll
+ * fails the lock is not held and end_poll must not be called (verbs.h).
+ * Errors are ferroce_poll_cq's: ENOENT for an empty CQ, EIO for a CQ in
+ * error or one whose resize failed, EOVERFLOW for an overflowed CQ holding
+ * no more completions (an overflowed CQ never looks empty).
+ */
+static int ferroce_start_poll(struct ibv_cq_ex *ibcqx,
+			      struct ibv_poll_cq_attr *attr)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+	int ret;
+
+	/* No poll attribute is defined yet. */
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	ret = cq->ring.addr ? ferroce_cq_start(&cq->state, &cq->cursor) : EIO;
+	if (ret) {
+		pthread_spin_unlock(&cq->lock);
+		return ret;
+	}
+	ibcqx->wr_id = cq->cursor.cqe.wr_id;
+	ibcqx->status = cq->cursor.cqe.status;
+	return 0;
+}
+
+static int ferroce_next_poll(struct ibv_cq_ex *ibcqx)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+	int ret = ferroce_cq_next(&cq->state, &cq->cursor);
+
+	if (!ret) {
+		ibcqx->wr_id = cq->cursor.cqe.wr_id;
+		ibcqx->status = cq->cursor.cqe.status;
+	}
+	return ret;
+}
+
+static void ferroce_end_poll(struct ibv_cq_ex *ibcqx)
+{
+	struct ferroce_cq *cq = cqx_to_fcq(ibcqx);
+
+	ferroce_cq_end(&cq->state, &cq->cursor);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode ferroce_read_opcode(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.opcode;
+}
+
+static uint32_t ferroce_read_vendor_err(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.vendor_err;
+}
+
+static uint32_t ferroce_read_byte_len(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.byte_len;
+}
+
+/*
+ * The CQE's imm_data holds the immediate (big endian) or, with
+ * IBV_WC_WITH_INV, the invalidated rkey in host order (as ibv_wc's union
+ * has it).  ibv_wc_read_invalidated_rkey byte-swaps what this returns, so
+ * the rkey is returned big endian.
+ */
+static __be32 ferroce_read_imm_data(struct ibv_cq_ex *ibcqx)
+{
+	const struct ferroce_cqe *cqe = &cqx_to_fcq(ibcqx)->cursor.cqe;
+
+	if (cqe->wc_flags & IBV_WC_WITH_INV)
+		return htobe32(cqe->imm_data);
+	return (__force __be32)cqe->imm_data;
+}
+
+static uint32_t ferroce_read_qp_num(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.qp_num;
+}
+
+static uint32_t ferroce_read_src_qp(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.src_qp;
+}
+
+static unsigned int ferroce_read_wc_flags(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.wc_flags;
+}
+
+static uint32_t ferroce_read_slid(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.slid;
+}
+
+static uint8_t ferroce_read_sl(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.sl;
+}
+
+static uint8_t ferroce_read_dlid_path_bits(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_fcq(ibcqx)->cursor.cqe.dlid_path_bits;
+}
+
+/*
+ * The wc_flags a ferroce CQE holds: the fields of struct ibv_wc.  No
+ * timestamps, VLANs, flow tags or tag matching: asking for one fails with
+ * EOPNOTSUPP rather than reading garbage.
+ */
+#define FERROCE_WC_EX_FLAGS ((uint64_t)IBV_WC_STANDARD_FLAGS)
+
+static struct ibv_cq_ex *ferroce_create_cq_ex(struct ibv_context *context,
+					      struct ibv_cq_init_attr_ex *attr)
+{
+	struct uferroce_create_cq_ex_resp resp = {};
+	struct uferroce_create_cq_ex cmd = {};
+	struct ferroce_cq *cq;
+	int ret;
+
+	/*
+	 * A parent domain (comp_mask PD) is not supported; of the flags only
+	 * SINGLE_THREADED, a hint (the lock stays).  IGNORE_OVERRUN and
+	 * completion timestamps would change what the ring means.
+	 */
+	if ((attr->wc_flags & ~FERROCE_WC_EX_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	ret = cq_map_ring(context, cq, &resp.mi);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	/* Every field is in every CQE: all readers, whatever was asked for. */
+	cq->vcq.cq_ex.start_poll = ferroce_start_poll;
+	cq->vcq.cq_ex.next_poll = ferroce_next_poll;
+	cq->vcq.cq_ex.end_poll = ferroce_end_poll;
+	cq->vcq.cq_ex.read_opcode = ferroce_read_opcode;
+	cq->vcq.cq_ex.read_vendor_err = ferroce_read_vendor_err;
+	cq->vcq.cq_ex.read_byte_len = ferroce_read_byte_len;
+	cq->vcq.cq_ex.read_imm_data = ferroce_read_imm_data;
+	cq->vcq.cq_ex.read_qp_num = ferroce_read_qp_num;
+	cq->vcq.cq_ex.read_src_qp = ferroce_read_src_qp;
+	cq->vcq.cq_ex.read_wc_flags = ferroce_read_wc_flags;
+	cq->vcq.cq_ex.read_slid = ferroce_read_slid;
+	cq->vcq.cq_ex.read_sl = ferroce_read_sl;
+	cq->vcq.cq_ex.read_dlid_path_bits = ferroce_read_dlid_path_bits;
+	return &cq->vcq.cq_ex;
+}
+
+/*
+ * The extended QP (ibv_create_qp_ex): work requests built with ibv_qp_ex's
+ * wr_* functions into the same send queue as ibv_post_send, checked by the
+ * same rules (provider/ring, sq_batch).  wr_start takes the SQ lock,
+ * wr_complete or wr_abort drop it.  Builders and setters cannot fail: the
+ * batch's first error is latched and wr_complete returns it, having
+ * published none of the batch.  Otherwise wr_complete publishes the batch
+ * and rings the doorbell when the kernel asks; a failed doorbell is
+ * returned as ibv_post_send returns it ("A failed doorbell": the batch is
+ * published and will run or flush).  What ferroce returns where rxe's
+ * provider differs: EINVAL (as ibv_post_send) for too many SGEs or too much
+ * inline data, where rxe latches ENOSPC; EINVAL for a batch started while
+ * the QP's state refuses send work (RESET, INIT, RTR), which rxe lets
+ * through.
+ */
+static void ferroce_wr_begin(struct ibv_qp_ex *ibqpx, struct ferroce_send_wqe *w)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	w->wr_id = ibqpx->wr_id;
+	w->send_flags = ibqpx->wr_flags;
+	ferroce_sq_batch_begin(&qp->sq, &qp->batch, w);
+}
+
+static void ferroce_wr_send(struct ibv_qp_ex *ibqpx)
+{
+	struct ferroce_send_wqe w = { .opcode = IBV_WR_SEND };
+
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
+{
+	struct ferroce_send_wqe w = {
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.imm_data = (__force uint32_t)imm_data,
+	};
+
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	/* As ibv_post_send's SEND_WITH_INV: the rkey in imm_data. */
+	struct ferroce_send_wqe w = {
+		.opcode = IBV_WR_SEND_WITH_INV,
+		.imm_data = invalidate_rkey,
+	};
+
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_rdma(struct ibv_qp_ex *ibqpx, uint32_t opcode,
+			    uint32_t rkey, uint64_t remote_addr,
+			    uint32_t imm_data)
+{
+	struct ferroce_send_wqe w = { .opcode = opcode, .imm_data = imm_data };
+
+	w.wr.rdma.remote_addr = remote_addr;
+	w.wr.rdma.rkey = rkey;
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_rdma_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				  uint64_t remote_addr)
+{
+	ferroce_wr_rdma(ibqpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void ferroce_wr_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				      uint64_t remote_addr, __be32 imm_data)
+{
+	ferroce_wr_rdma(ibqpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+			(__force uint32_t)imm_data);
+}
+
+static void ferroce_wr_rdma_read(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				 uint64_t remote_addr)
+{
+	ferroce_wr_rdma(ibqpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void ferroce_wr_atomic(struct ibv_qp_ex *ibqpx, uint32_t opcode,
+			      uint32_t rkey, uint64_t remote_addr,
+			      uint64_t compare_add, uint64_t swap)
+{
+	struct ferroce_send_wqe w = { .opcode = opcode };
+
+	w.wr.atomic.remote_addr = remote_addr;
+	w.wr.atomic.compare_add = compare_add;
+	w.wr.atomic.swap = swap;
+	w.wr.atomic.rkey = rkey;
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t compare,
+				      uint64_t swap)
+{
+	ferroce_wr_atomic(ibqpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+			  compare, swap);
+}
+
+static void ferroce_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+					uint64_t remote_addr, uint64_t add)
+{
+	ferroce_wr_atomic(ibqpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey,
+			  remote_addr, add, 0);
+}
+
+static void ferroce_wr_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey,
+			       uint64_t addr, uint32_t length)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+	struct ferroce_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	ferroce_sq_batch_sges(&qp->sq, &qp->batch, &sge, 1);
+}
+
+static void ferroce_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
+				    const struct ibv_sge *sg_list)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	/* struct ibv_sge has the layout of struct ferroce_sge. */
+	ferroce_sq_batch_sges(&qp->sq, &qp->batch,
+			      (const struct ferroce_sge *)sg_list, num_sge);
+}
+
+static void ferroce_wr_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr,
+				       size_t length)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	ferroce_sq_batch_inline(&qp->sq, &qp->batch, &buf, 1);
+}
+
+static void ferroce_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx,
+					    size_t num_buf,
+					    const struct ibv_data_buf *buf_list)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	ferroce_sq_batch_inline(&qp->sq, &qp->batch, buf_list, num_buf);
+}
+
+static void ferroce_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
+				   uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	/* ibv_post_send refuses a UD work request without an AH. */
+	if (!ah) {
+		ferroce_sq_batch_fail(&qp->batch, EINVAL);
+		return;
+	}
+	ferroce_sq_batch_ud(&qp->sq, &qp->batch, to_fah(ah)->ah_num,
+			    remote_qpn, remote_qkey);
+}
+
+static void ferroce_wr_start(struct ibv_qp_ex *ibqpx)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	pthread_spin_lock(&qp->sq_lock);
+	ferroce_sq_batch_start(&qp->sq, &qp->batch);
+	/* As ibv_post_send: nothing is written for a later state to run. */
+	if (!sq_accepts_work(qp->vqp.qp.state))
+		ferroce_sq_batch_fail(&qp->batch, EINVAL);
+}
+
+static int ferroce_wr_complete(struct ibv_qp_ex *ibqpx)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+	int ret, doorbell;
+
+	ret = ferroce_sq_batch_complete(&qp->sq, &qp->batch, &doorbell);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (!ret && doorbell)
+		ret = ring_doorbell(&qp->vqp.qp, IB_USER_VERBS_CMD_POST_SEND);
+	return ret;
+}
+
+static void ferroce_wr_abort(struct ibv_qp_ex *ibqpx)
+{
+	struct ferroce_qp *qp = qpx_to_fqp(ibqpx);
+
+	ferroce_sq_batch_abort(&qp->sq, &qp->batch);
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+/* The builders of the operations send_ops_flags asks for; others stay NULL. */
+static void set_qp_ex_ops(struct ibv_qp_ex *x, uint64_t ops)
+{
+	if (ops & IBV_QP_EX_WITH_SEND)
+		x->wr_send = ferroce_wr_send;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		x->wr_send_imm = ferroce_wr_send_imm;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		x->wr_send_inv = ferroce_wr_send_inv;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		x->wr_rdma_write = ferroce_wr_rdma_write;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		x->wr_rdma_write_imm = ferroce_wr_rdma_write_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_READ)
+		x->wr_rdma_read = ferroce_wr_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		x->wr_atomic_cmp_swp = ferroce_wr_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		x->wr_atomic_fetch_add = ferroce_wr_atomic_fetch_add;
+	x->wr_set_sge = ferroce_wr_set_sge;
+	x->wr_set_sge_list = ferroce_wr_set_sge_list;
+	x->wr_set_inline_data = ferroce_wr_set_inline_data;
+	x->wr_set_inline_data_list = ferroce_wr_set_inline_data_list;
+	x->wr_set_ud_addr = ferroce_wr_set_ud_addr;
+	x->wr_start = ferroce_wr_start;
+	x->wr_complete = ferroce_wr_complete;
+	x->wr_abort = ferroce_wr_abort;
+}
+
+/*
+ * struct verbs_qp keeps comp_mask after its ibv_qp/ibv_qp_ex union, so
+ * where comp_mask is depends on the size of struct ibv_qp_ex, which grew
+ * after rdma-core 44 (wr_flush was appended) with no change of the private
+ * ABI.  This provider is built with v55's headers, but Debian's libibverbs
+ * 44 runs it and reads comp_mask (ibv_qp_to_qp_ex tests VERBS_QP_EX there)
+ * 8 bytes earlier, where v55 has wr_flush.  Both libraries zero their
+ * comp_mask while creating the QP (set_qp in cmd_qp.c): marking both places
+ * first shows which one the running library uses.
+ */
+#define QP_COMP_MASK_MARK 0xfe77ace5u
+
+static uint32_t *old_qp_comp_mask(struct ferroce_qp *qp)
+{
+	return (uint32_t *)((char *)&qp->vqp.qp_ex +
+			    offsetof(struct ibv_qp_ex, wr_flush));
+}
+
+static_assert(offsetof(struct verbs_qp, comp_mask) ==
+		      offsetof(struct ibv_qp_ex, wr_flush) + sizeof(void *),
+	      "struct ibv_qp_ex ends with wr_flush, then comes comp_mask");
+
+static void mark_qp_comp_mask(struct ferroce_qp *qp)
+{
+	qp->vqp.comp_mask = QP_COMP_MASK_MARK;
+	*old_qp_comp_mask(qp) = QP_COMP_MASK_MARK;
+}
+
+/*
+ * After a QP was created: the comp_mask the library zeroed, the other one
+ * cleared; NULL if the library zeroed neither (a layout this provider does
+ * not know).
+ */
+static uint32_t *lib_qp_comp_mask(struct ferroce_qp *qp)
+{
+	uint32_t *old = old_qp_comp_mask(qp);
+
+	if (qp->vqp.comp_mask != QP_COMP_MASK_MARK) {
+		*old = 0; /* wr_flush: no such operation here */
+		return &qp->vqp.comp_mask;
+	}
+	if (*old != QP_COMP_MASK_MARK) {
+		qp->vqp.comp_mask = 0;
+		return old;
+	}
+	return NULL;
+}
+
+/*
+ * ibv_create_qp_ex: a PD (no XRC domain, RSS or indirection table), no
+ * create flags, and send_ops_flags the QP type can do (provider/ring,
+ * send_ops_ok): anything else fails with EOPNOTSUPP before the kernel is
+ * asked, as in rxe's provider.
+ */
+static struct ibv_qp *ferroce_create_qp_ex(struct ibv_context *context,
+					   struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t supported = IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct uferroce_create_qp_ex_resp resp = {};
+	struct uferroce_create_qp_ex cmd = {};
+	struct ferroce_qp *qp;
+	uint32_t *comp_mask;
+	int ret;
+
+	if ((attr->comp_mask & ~supported) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ret = ferroce_send_ops_check(attr->qp_type,
+					     attr->send_ops_flags);
+		if (ret) {
+			errno = ret;
+			return NULL;
+		}
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	mark_qp_comp_mask(qp);
+	ret = ibv_cmd_create_qp_ex2(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+
+	comp_mask = lib_qp_comp_mask(qp);
+	ret = comp_mask ? qp_map_rings(context, qp, attr->qp_type, &attr->cap,
+				       attr->srq, &resp.drv_payload) :
+			  EOPNOTSUPP;
+	if (ret) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		set_qp_ex_ops(&qp->vqp.qp_ex, attr->send_ops_flags);
+	else
+		set_qp_ex_ops(&qp->vqp.qp_ex, 0);
+	/* ibv_qp_to_qp_ex gives the ibv_qp_ex of this QP only. */
+	*comp_mask |= VERBS_QP_EX;
+	return &qp->vqp.qp;
+}
+
 static const struct verbs_context_ops ferroce_ctx_ops = {
 	.alloc_pd = ferroce_alloc_pd,
 	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
+	.create_cq_ex = ferroce_create_cq_ex,
 	.create_qp = ferroce_create_qp,
+	.create_qp_ex = ferroce_create_qp_ex,
 	.create_srq = ferroce_create_srq,
+	.create_srq_ex = ferroce_create_srq_ex,
 	.dealloc_pd = ferroce_dealloc_pd,
 	.dereg_mr = ferroce_dereg_mr,
 	.destroy_ah = ferroce_destroy_ah,

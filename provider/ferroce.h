@@ -41,7 +41,14 @@ struct ferroce_cq {
 	pthread_spinlock_t lock;
 	struct ferroce_mapping ring;
 	struct ferroce_cq_state state;
+	/* The completion ibv_cq_ex is on, between start_poll and end_poll. */
+	struct ferroce_cq_cursor cursor;
 };
+
+static inline struct ferroce_cq *cqx_to_fcq(struct ibv_cq_ex *ibcqx)
+{
+	return container_of(ibcqx, struct ferroce_cq, vcq.cq_ex);
+}
 
 static inline struct ferroce_cq *to_fcq(struct ibv_cq *ibcq)
 {
@@ -57,11 +64,18 @@ struct ferroce_qp {
 	struct ferroce_mapping rq_ring;	/* none when the QP receives from an SRQ */
 	struct ferroce_wq_state sq;
 	struct ferroce_wq_state rq;
+	/* The ibv_qp_ex batch, between wr_start and wr_complete or wr_abort. */
+	struct ferroce_sq_batch batch;
 };
 
 static inline struct ferroce_qp *to_fqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct ferroce_qp, vqp.qp);
+}
+
+static inline struct ferroce_qp *qpx_to_fqp(struct ibv_qp_ex *ibqpx)
+{
+	return container_of(ibqpx, struct ferroce_qp, vqp.qp_ex);
 }
 
 struct ferroce_srq {

@@ -17,6 +17,11 @@
 use core::mem::MaybeUninit;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
+mod cq_batch;
+mod sq_batch;
+pub use cq_batch::*;
+pub use sq_batch::*;
+
 /// Byte offsets of `struct ferroce_queue_ctrl` and the entries.
 pub mod layout {
     /// `producer`.
@@ -57,6 +62,10 @@ pub mod layout {
     /// `struct ferroce_recv_wqe`: `num_sge` and `reserved` (after the u64 `wr_id`).
     pub const RECV_NUM_SGE: usize = 8;
     pub const RECV_RESERVED: usize = 12;
+    /// `struct ferroce_send_wqe`: `wr.ud.ah_num`, `wr.ud.remote_qpn`, `wr.ud.remote_qkey`.
+    pub const SEND_UD_AH_NUM: usize = 32;
+    pub const SEND_UD_REMOTE_QPN: usize = 36;
+    pub const SEND_UD_REMOTE_QKEY: usize = 40;
 }
 
 /// `enum ibv_wr_opcode`.
@@ -140,10 +149,24 @@ pub fn check_send_wr(caps: &WqCaps, header: &[u8; 64], sges: &[Sge]) -> Result<(
             .try_into()
             .unwrap(),
     );
-    if !opcode_allowed(caps.qp_type, opcode) || sges.len() > caps.max_sge as usize {
+    let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    check_send(caps, opcode, flags, remote_addr, sges.len(), length)
+}
+
+/// The checks of [`check_send_wr`] on what they look at: the opcode, the send flags, the remote
+/// address, the number of SGEs and the bytes they (or the inline data) hold. `ibv_post_send`
+/// and the `ibv_qp_ex` batches (`sq_batch`) share them, so both refuse the same work.
+pub fn check_send(
+    caps: &WqCaps,
+    opcode: u32,
+    flags: u32,
+    remote_addr: u64,
+    num_sge: usize,
+    length: u64,
+) -> Result<(), i32> {
+    if !opcode_allowed(caps.qp_type, opcode) || num_sge > caps.max_sge as usize {
         return Err(errno::EINVAL);
     }
-    let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
     if is_atomic(opcode) && (length < 8 || remote_addr & 7 != 0) {
         return Err(errno::EINVAL);
     }
@@ -232,6 +255,12 @@ pub mod errno {
     pub const EINVAL: i32 = 22;
     /// The kernel put the queue in error.
     pub const EIO: i32 = 5;
+    /// `ibv_start_poll`, `ibv_next_poll`: no completion (yet).
+    pub const ENOENT: i32 = 2;
+    /// `ibv_start_poll`, `ibv_next_poll`: the CQ overflowed and holds no more completions.
+    pub const EOVERFLOW: i32 = 75;
+    /// `ibv_create_qp_ex`: a send operation the QP type (or ferroce) cannot do.
+    pub const EOPNOTSUPP: i32 = 95;
 }
 
 impl WqState {
@@ -669,6 +698,23 @@ impl CqState {
         &mut self,
         out: &mut [MaybeUninit<T>],
     ) -> Result<usize, PollError> {
+        let ready = self.ready()? as usize;
+        let n = ready.min(out.len());
+        for (i, slot) in out.iter_mut().take(n).enumerate() {
+            // `i` < ready: the kernel wrote it (`ready`'s acquire load).
+            slot.write(self.read_entry(i as u32));
+        }
+        if n > 0 {
+            self.consumer = self.consumer.wrapping_add(n as u32);
+            self.word(layout::CTRL_CONSUMER)
+                .store(self.consumer, Ordering::Release);
+        }
+        Ok(n)
+    }
+
+    /// How many completions the ring holds past the consumer index; fails on a queue in error,
+    /// and on an overflowed one that holds none.
+    fn ready(&self) -> Result<u32, PollError> {
         // Flags before producer: the kernel publishes its last completion, then sets
         // OVERFLOW (both release), so once this acquire load sees OVERFLOW the producer load
         // below sees every completion the ring will ever hold, and "empty" is final.
@@ -677,25 +723,21 @@ impl CqState {
             return Err(PollError::QueueError);
         }
         let producer = self.word(layout::CTRL_PRODUCER).load(Ordering::Acquire);
-        let ready = producer.wrapping_sub(self.consumer).min(self.num_entries) as usize;
+        let ready = producer.wrapping_sub(self.consumer).min(self.num_entries);
         if ready == 0 && flags & layout::QUEUE_OVERFLOW != 0 {
             return Err(PollError::Overflow);
         }
-        let n = ready.min(out.len());
-        for (i, slot) in out.iter_mut().take(n).enumerate() {
-            let index = self.consumer.wrapping_add(i as u32) & (self.num_entries - 1);
-            let at = layout::QUEUE_ENTRIES + index as usize * core::mem::size_of::<Cqe>();
-            // SAFETY: `index` < num_entries, so the entry (64 bytes, at least `T`) is inside the
-            // mapping; any bits are a valid `T`; the acquire load of `producer` orders this read
-            // after the kernel wrote it.
-            slot.write(unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) });
-        }
-        if n > 0 {
-            self.consumer = self.consumer.wrapping_add(n as u32);
-            self.word(layout::CTRL_CONSUMER)
-                .store(self.consumer, Ordering::Release);
-        }
-        Ok(n)
+        Ok(ready)
+    }
+
+    /// The completion `i` entries past the consumer index, which [`CqState::ready`] counted.
+    fn read_entry<T: CqeView>(&self, i: u32) -> T {
+        let index = self.consumer.wrapping_add(i) & (self.num_entries - 1);
+        let at = layout::QUEUE_ENTRIES + index as usize * core::mem::size_of::<Cqe>();
+        // SAFETY: `index` < num_entries, so the entry (64 bytes, at least `T`) is inside the
+        // mapping; any bits are a valid `T`; the acquire load of `producer` in `ready` orders
+        // this read after the kernel wrote it.
+        unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) }
     }
 
     /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
@@ -839,6 +881,8 @@ const _: () = {
     assert!(layout::SEND_NUM_SGE == 16 && layout::SEND_INLINE_LEN == 20);
     assert!(layout::SEND_REMOTE_ADDR == 32);
     assert!(layout::RECV_NUM_SGE == 8 && layout::RECV_RESERVED == 12);
+    assert!(layout::SEND_UD_AH_NUM == 32 && layout::SEND_UD_REMOTE_QPN == 36);
+    assert!(layout::SEND_UD_REMOTE_QKEY == 40);
     // `struct ferroce_cqe`, whose head is `struct ibv_wc` (`Wc`).
     assert!(size_of::<Cqe>() == 64 && size_of::<Wc>() == 48);
     assert!(offset_of!(Cqe, wr_id) == 0 && offset_of!(Wc, wr_id) == 0);
