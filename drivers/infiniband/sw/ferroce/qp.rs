@@ -568,8 +568,11 @@ fn sge_list(sges: &[Sge], max_sge: u32, body: &mut [u8; WQE_BODY]) -> Result<usi
     if sges.len() > max_sge as usize {
         return Err(EINVAL);
     }
-    for (slot, sge) in body.chunks_exact_mut(abi::SGE_SIZE).zip(sges) {
-        slot.copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
+    for (i, sge) in sges.iter().enumerate() {
+        let at = i * abi::SGE_SIZE;
+        body.get_mut(at..at + abi::SGE_SIZE)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&abi::sge_bytes(sge.addr, sge.length, sge.lkey));
     }
     Ok(sges.len() * abi::SGE_SIZE)
 }
