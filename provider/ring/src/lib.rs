@@ -900,8 +900,35 @@ const _: () = {
     assert!(offset_of!(Cqe, dlid_path_bits) == 45 && offset_of!(Wc, dlid_path_bits) == 45);
 };
 
+/// Work requests for the unit tests of this crate's modules.
+#[cfg(test)]
+pub(crate) mod test_wqe {
+    use super::Sge;
+
+    /// A send WQE header: wr_id, opcode, flags and the remote address.
+    pub(crate) fn header(wr_id: u64, opcode: u32, flags: u32, remote_addr: u64) -> [u8; 64] {
+        let mut h = [0u8; 64];
+        h[0..8].copy_from_slice(&wr_id.to_ne_bytes());
+        h[8..12].copy_from_slice(&opcode.to_ne_bytes());
+        h[12..16].copy_from_slice(&flags.to_ne_bytes());
+        h[32..40].copy_from_slice(&remote_addr.to_ne_bytes());
+        h
+    }
+
+    /// An SGE over `len` readable bytes (up to 4 KiB).
+    pub(crate) fn sge(len: u32) -> Sge {
+        static DATA: [u8; 4096] = [0x5a; 4096];
+        Sge {
+            addr: DATA.as_ptr() as u64,
+            length: len,
+            lkey: 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_wqe::{header, sge};
     use super::*;
     use std::sync::Arc;
 
@@ -1303,25 +1330,6 @@ mod tests {
         assert_eq!(rq.post_recv(1, &[]), Err(errno::EIO));
     }
 
-    /// A send WQE header: wr_id, opcode, flags and the remote address.
-    fn send_header(opcode: u32, flags: u32, remote_addr: u64) -> [u8; 64] {
-        let mut h = [0u8; 64];
-        h[0..8].copy_from_slice(&1u64.to_ne_bytes());
-        h[8..12].copy_from_slice(&opcode.to_ne_bytes());
-        h[12..16].copy_from_slice(&flags.to_ne_bytes());
-        h[32..40].copy_from_slice(&remote_addr.to_ne_bytes());
-        h
-    }
-
-    fn sge(len: u32) -> Sge {
-        static DATA: [u8; 4096] = [0x5a; 4096];
-        Sge {
-            addr: DATA.as_ptr() as u64,
-            length: len,
-            lkey: 1,
-        }
-    }
-
     /// The producer index and the bytes of the ring: what the kernel could see.
     fn snapshot(mem: &[u64], st: &WqState) -> (u32, u32, Vec<u64>) {
         (st.producer, st.unpublished, mem.to_vec())
@@ -1391,39 +1399,35 @@ mod tests {
         let (mem, mut sq) = wq_caps(4, 1024, caps);
         let before = snapshot(&mem, &sq);
         let refused: &[(&str, [u8; 64], Vec<Sge>)] = &[
-            (
-                "num_sge > max_sge",
-                send_header(SEND, 0, 0),
-                vec![sge(1); 33],
-            ),
+            ("num_sge > max_sge", header(1, SEND, 0, 0), vec![sge(1); 33]),
             (
                 "inline > max_inline_data",
-                send_header(SEND, layout::SEND_INLINE, 0),
+                header(1, SEND, layout::SEND_INLINE, 0),
                 vec![sge(513)],
             ),
             (
                 "inline RDMA read",
-                send_header(RDMA_READ, layout::SEND_INLINE, 0),
+                header(1, RDMA_READ, layout::SEND_INLINE, 0),
                 vec![sge(8)],
             ),
             (
                 "inline atomic",
-                send_header(ATOMIC_FETCH_AND_ADD, layout::SEND_INLINE, 8),
+                header(1, ATOMIC_FETCH_AND_ADD, layout::SEND_INLINE, 8),
                 vec![sge(8)],
             ),
             (
                 "unaligned atomic",
-                send_header(ATOMIC_CMP_AND_SWP, 0, 0x1004),
+                header(1, ATOMIC_CMP_AND_SWP, 0, 0x1004),
                 vec![sge(8)],
             ),
             (
                 "atomic into less than 8 bytes",
-                send_header(ATOMIC_FETCH_AND_ADD, 0, 0x1000),
+                header(1, ATOMIC_FETCH_AND_ADD, 0, 0x1000),
                 vec![sge(4)],
             ),
-            ("memory window bind", send_header(BIND_MW, 0, 0), vec![]),
-            ("local invalidate", send_header(LOCAL_INV, 0, 0), vec![]),
-            ("unknown opcode", send_header(99, 0, 0), vec![sge(1)]),
+            ("memory window bind", header(1, BIND_MW, 0, 0), vec![]),
+            ("local invalidate", header(1, LOCAL_INV, 0, 0), vec![]),
+            ("unknown opcode", header(1, 99, 0, 0), vec![sge(1)]),
         ];
         for (what, header, sges) in refused {
             assert_eq!(
@@ -1438,20 +1442,20 @@ mod tests {
         }
         assert!(!sq.publish(), "nothing to publish after refusals");
         let ok: &[(&str, [u8; 64], Vec<Sge>)] = &[
-            ("max_sge SGEs", send_header(SEND, 0, 0), vec![sge(1); 32]),
+            ("max_sge SGEs", header(1, SEND, 0, 0), vec![sge(1); 32]),
             (
                 "max_inline_data bytes",
-                send_header(RDMA_WRITE, layout::SEND_INLINE, 0),
+                header(1, RDMA_WRITE, layout::SEND_INLINE, 0),
                 vec![sge(500), sge(12)],
             ),
             (
                 "aligned atomic",
-                send_header(ATOMIC_CMP_AND_SWP, 0, 0x1008),
+                header(1, ATOMIC_CMP_AND_SWP, 0, 0x1008),
                 vec![sge(8)],
             ),
             (
                 "RDMA read into many SGEs",
-                send_header(RDMA_READ, 0, 0x1001),
+                header(1, RDMA_READ, 0, 0x1001),
                 vec![sge(1); 3],
             ),
         ];
@@ -1476,20 +1480,20 @@ mod tests {
             opcode::ATOMIC_FETCH_AND_ADD,
         ] {
             assert_eq!(
-                unsafe { ud.post_send(&send_header(op, 0, 0), &s) },
+                unsafe { ud.post_send(&header(1, op, 0, 0), &s) },
                 Err(errno::EINVAL)
             );
         }
         assert_eq!(
-            unsafe { ud.post_send(&send_header(opcode::SEND_WITH_IMM, 0, 0), &s) },
+            unsafe { ud.post_send(&header(1, opcode::SEND_WITH_IMM, 0, 0), &s) },
             Ok(())
         );
         assert_eq!(
-            unsafe { uc.post_send(&send_header(opcode::RDMA_READ, 0, 0), &s) },
+            unsafe { uc.post_send(&header(1, opcode::RDMA_READ, 0, 0), &s) },
             Err(errno::EINVAL)
         );
         assert_eq!(
-            unsafe { uc.post_send(&send_header(opcode::RDMA_WRITE_WITH_IMM, 0, 0), &s) },
+            unsafe { uc.post_send(&header(1, opcode::RDMA_WRITE_WITH_IMM, 0, 0), &s) },
             Ok(())
         );
     }
@@ -1528,7 +1532,7 @@ mod tests {
         let (_m, mut sq) = wq_caps(4, 128, caps);
         let before = snapshot(&mem, &rq);
         let dangling = core::ptr::NonNull::<Sge>::dangling().as_ptr();
-        let header = send_header(opcode::SEND, 0, 0);
+        let header = header(1, opcode::SEND, 0, 0);
         for n in [3, 1000, i32::MAX, -1, i32::MIN] {
             assert_eq!(
                 unsafe { ferroce_rq_post(&mut rq, 1, dangling, n) },

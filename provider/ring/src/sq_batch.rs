@@ -426,6 +426,7 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_wqe::{header, sge};
 
     fn sq(num_entries: u32, wqe_size: u32, caps: WqCaps) -> (Vec<u64>, WqState) {
         let mut mem = vec![0u64; (layout::QUEUE_ENTRIES + (num_entries * wqe_size) as usize) / 8];
@@ -438,24 +439,6 @@ mod tests {
             qp_type: qp_type::RC,
             max_sge: 4,
             max_inline: 64,
-        }
-    }
-
-    fn header(wr_id: u64, opcode: u32, flags: u32, remote_addr: u64) -> [u8; 64] {
-        let mut h = [0u8; 64];
-        h[0..8].copy_from_slice(&wr_id.to_ne_bytes());
-        h[8..12].copy_from_slice(&opcode.to_ne_bytes());
-        h[12..16].copy_from_slice(&flags.to_ne_bytes());
-        h[32..40].copy_from_slice(&remote_addr.to_ne_bytes());
-        h
-    }
-
-    fn sge(len: u32) -> Sge {
-        static DATA: [u8; 256] = [0x3c; 256];
-        Sge {
-            addr: DATA.as_ptr() as u64,
-            length: len,
-            lkey: 9,
         }
     }
 
