@@ -29,7 +29,6 @@ static void refused_in(struct ibv_qp *qp, struct ferroce_queue_ctrl *sq,
 int main(int argc, char **argv)
 {
 	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 1 } };
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11 };
 	struct ring_map before[16], after[16];
 	struct ferroce_queue_ctrl *sq;
 	struct ibv_context *ctx;
@@ -60,14 +59,11 @@ int main(int argc, char **argv)
 	sq = new_ring(before, nb, after, na);
 
 	refused_in(qp, sq, "RESET");
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					   IBV_QP_PORT | IBV_QP_QKEY), "to INIT");
+	ud_to_init(qp, 0x11);
 	refused_in(qp, sq, "INIT");
 	modify_state(qp, IBV_QPS_RTR);
 	refused_in(qp, sq, "RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), "to RTS");
+	ud_rtr_to_rts(qp);
 	ret = sq_doorbell(qp);
 	CHECK(ret == 0, "doorbell of an empty SQ in RTS returned %d", ret);
 	modify_state(qp, IBV_QPS_ERR);

@@ -175,7 +175,6 @@ static void rc_states_and_caps(void)
 	/* A second QP through INIT and RTR without RESET in between. */
 	{
 		struct ibv_qp_init_attr init2 = init;
-		struct ibv_qp_attr a = { 0 };
 		const uint64_t ids[] = { 1000, 1001 };
 
 		init2.cap = (struct ibv_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
@@ -190,23 +189,7 @@ static void rc_states_and_caps(void)
 		rwr = (struct ibv_recv_wr){ .wr_id = 1000, .sg_list = sges, .num_sge = 1 };
 		CHECK(ibv_post_recv(qp, &rwr, &rbad) == 0,
 		      "post_recv in INIT");
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = qp->qp_num;
-		a.rq_psn = 1;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.sgid_index = 1;
-		a.ah_attr.grh.hop_limit = 64;
-		CHECK(ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid) == 0, "query_gid");
-		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-					    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					    IBV_QP_RQ_PSN |
-					    IBV_QP_MAX_DEST_RD_ATOMIC |
-					    IBV_QP_MIN_RNR_TIMER) == 0,
-		      "to RTR");
+		to_rtr(qp);
 		send_refused(qp, wr, wr, "post_send in RTR");
 		rwr.wr_id = 1001;
 		CHECK(ibv_post_recv(qp, &rwr, &rbad) == 0,
@@ -238,7 +221,6 @@ static void ud_opcodes(void)
 		.port_num = 1,
 		.grh = { .sgid_index = 1, .hop_limit = 64 },
 	};
-	struct ibv_qp_attr a = { 0 };
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_qp *qp;
 	struct ibv_ah *ah;
@@ -251,14 +233,7 @@ static void ud_opcodes(void)
 	ah = ibv_create_ah(pd, &ah_attr);
 	CHECK(ah, "create_ah: %s", strerror(errno));
 
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = 0x11111111;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				    IBV_QP_PORT | IBV_QP_QKEY) == 0, "UD to INIT");
-	modify_state(qp, IBV_QPS_RTR);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 1 };
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "UD to RTS");
+	ud_to_rts(qp, 0x11111111);
 
 	wr = (struct ibv_send_wr){ .wr_id = 1, .sg_list = sges, .num_sge = 1,
 				   .opcode = IBV_WR_RDMA_WRITE };

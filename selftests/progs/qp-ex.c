@@ -337,20 +337,6 @@ static void batches(void)
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "destroy_cq");
 }
 
-/* RESET -> INIT for a UD QP (ERR is not reachable from RESET). */
-static void ud_to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qkey = 0x11111111,
-	};
-	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					    IBV_QP_PORT | IBV_QP_QKEY);
-
-	CHECK(ret == 0, "UD to INIT: %s", strerror(ret));
-}
-
 /* UD work needs an address; ibv_wc read through the ex CQ by ibv_poll_cq too. */
 static void ud_batches(void)
 {
@@ -373,7 +359,7 @@ static void ud_batches(void)
 			IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, NULL);
 	CHECK(qp, "create_qp_ex UD: %s", strerror(errno));
 	x = ibv_qp_to_qp_ex(qp);
-	ud_to_init(qp);
+	ud_to_init(qp, 0x11111111);
 	modify_state(qp, IBV_QPS_ERR);
 
 	ibv_wr_start(x);

@@ -140,19 +140,7 @@ int main(int argc, char **argv)
 	check_zeroed(ud, 0, "UD QP in RESET");
 	to_rts(rc);
 	check_zeroed(rc, 1, "RC QP in RTS (primary path set)");
-	{
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					 .qkey = 0x11 };
-
-		CHECK(!ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						   IBV_QP_PORT | IBV_QP_QKEY),
-		      "UD to INIT");
-		modify_state(ud, IBV_QPS_RTR);
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 1;
-		CHECK(!ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN),
-		      "UD to RTS");
-	}
+	ud_to_rts(ud, 0x11);
 	check_zeroed(ud, 0, "UD QP in RTS (no primary path)");
 
 	CHECK(!ibv_destroy_qp(rc) && !ibv_destroy_qp(ud), "destroy_qp");

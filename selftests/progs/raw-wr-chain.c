@@ -185,7 +185,6 @@ static void ud_chain(void)
 		.is_global = 1, .port_num = 1,
 		.grh = { .sgid_index = 1, .hop_limit = 64 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11 };
 	struct ibv_qp *qp;
 	struct ibv_ah *ah;
 	uint32_t bad;
@@ -195,12 +194,7 @@ static void ud_chain(void)
 	ah = ibv_create_ah(pd, &aa);
 	CHECK(ah, "create_ah: %s", strerror(errno));
 	qp = make_qp(cq, IBV_QPT_UD);
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					   IBV_QP_PORT | IBV_QP_QKEY), "UD to INIT");
-	modify_state(qp, IBV_QPS_RTR);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), "UD to RTS");
+	ud_to_rts(qp, 0x11);
 	refused(raw_post_send(qp, ah->handle, &bad), &bad, "UD QP in RTS: raw POST_SEND with an AH");
 	modify_state(qp, IBV_QPS_ERR);
 	expect_empty(cq, "UD QP moved to ERR");

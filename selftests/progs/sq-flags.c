@@ -23,7 +23,6 @@ static struct ibv_qp *make_qp(struct ferroce_queue_ctrl **sq)
 		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_UD,
 		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11 };
 	struct ring_map before[16], after[16];
 	struct ibv_qp *qp;
 	int nb, na;
@@ -33,12 +32,7 @@ static struct ibv_qp *make_qp(struct ferroce_queue_ctrl **sq)
 	CHECK(qp, "create_qp: %s", strerror(errno));
 	na = uverbs_maps(after, 16);
 	*sq = new_ring(before, nb, after, na);
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					   IBV_QP_PORT | IBV_QP_QKEY), "to INIT");
-	modify_state(qp, IBV_QPS_RTR);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), "to RTS");
+	ud_to_rts(qp, 0x11);
 	return qp;
 }
 

@@ -84,13 +84,12 @@ static inline void to_init(struct ibv_qp *qp)
 	CHECK(ret == 0, "to INIT: %s", strerror(ret));
 }
 
-/* RESET -> INIT -> RTR -> RTS, connected to itself through GID index 1. */
-static inline void to_rts(struct ibv_qp *qp)
+/* INIT -> RTR, connected to itself through GID index 1. */
+static inline void to_rtr(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
 	int ret;
 
-	to_init(qp);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
@@ -109,6 +108,16 @@ static inline void to_rts(struct ibv_qp *qp)
 				    IBV_QP_MAX_DEST_RD_ATOMIC |
 				    IBV_QP_MIN_RNR_TIMER);
 	CHECK(ret == 0, "to RTR: %s", strerror(ret));
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to itself through GID index 1. */
+static inline void to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	to_init(qp);
+	to_rtr(qp);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -120,6 +129,35 @@ static inline void to_rts(struct ibv_qp *qp)
 				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	CHECK(ret == 0, "to RTS: %s", strerror(ret));
+}
+
+/* RESET -> INIT for a UD QP, with its Q_Key. */
+static inline void ud_to_init(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
+	};
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					    IBV_QP_PORT | IBV_QP_QKEY);
+
+	CHECK(ret == 0, "UD to INIT: %s", strerror(ret));
+}
+
+/* RTR -> RTS for a UD QP. */
+static inline void ud_rtr_to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 1 };
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+
+	CHECK(ret == 0, "UD to RTS: %s", strerror(ret));
+}
+
+/* RESET -> INIT -> RTR -> RTS for a UD QP. */
+static inline void ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	ud_to_init(qp, qkey);
+	modify_state(qp, IBV_QPS_RTR);
+	ud_rtr_to_rts(qp);
 }
 
 static inline int post_recv_id(struct ibv_qp *qp, struct ibv_mr *mr,
