@@ -2,6 +2,7 @@
 
 #if IS_ENABLED(CONFIG_INFINIBAND)
 
+#include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
@@ -55,5 +56,13 @@ void rust_helper_rdma_newlink_lock(void)
 void rust_helper_rdma_newlink_unlock(void)
 {
 	mutex_unlock(&rust_rdma_newlink_mutex);
+}
+/*
+ * kernel::rdma::registry: a destroy op waits for the data path's short-lived
+ * references to an object it has unpublished.
+ */
+void rust_helper_rdma_registry_wait(void)
+{
+	usleep_range(10, 100);
 }
 #endif /* CONFIG_INFINIBAND */

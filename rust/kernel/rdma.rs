@@ -23,6 +23,7 @@ pub mod mr;
 pub mod object;
 pub mod pd;
 pub mod qp;
+pub mod registry;
 pub mod srq;
 pub mod ucontext;
 pub mod udata;
@@ -40,6 +41,7 @@ pub use driver::Driver;
 pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
 pub use pd::Pd;
+pub use registry::Held;
 pub use qp::{
     mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpType,
 };

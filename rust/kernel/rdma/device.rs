@@ -7,6 +7,8 @@
 use super::{
     attr::PortEvent,
     driver::{kzalloc_size, Adapter, Driver},
+    object::{MrKind, QpKind},
+    registry::{Held, Registry},
     udata::Udata,
 };
 use crate::{
@@ -14,11 +16,13 @@ use crate::{
     error::{code::*, from_result, to_result, Error, Result},
     init::PinInit,
     net::netdev::NetDevice,
+    pin_init,
     str::CStr,
     types::{ARef, Opaque},
     ThisModule,
 };
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
+use macros::pin_data;
 
 /// Parameters of a new device.
 pub struct DeviceParams<'a> {
@@ -42,12 +46,22 @@ pub struct DeviceParams<'a> {
 ///
 /// # Invariants
 ///
-/// `ib` is the first field (ib_core requires `struct ib_device` at offset 0). `data` is
-/// initialised whenever `ib.ops.dealloc_driver` is set, which happens only here.
+/// `ib` is the first field (ib_core requires `struct ib_device` at offset 0). `registries` and
+/// `data` are initialised whenever `ib.ops.dealloc_driver` is set, which happens only here.
 #[repr(C)]
 pub struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
+    registries: Registries<T>,
     data: T::Data,
+}
+
+/// The device's QPs and MRs, published for the data path (see [`super::registry`]).
+#[pin_data]
+pub(crate) struct Registries<T: Driver> {
+    #[pin]
+    pub(crate) qps: Registry<T, QpKind>,
+    #[pin]
+    pub(crate) mrs: Registry<T, MrKind>,
 }
 
 // SAFETY: ib_core calls device ops from any thread; `T::Data` is `Send + Sync`.
@@ -71,6 +85,46 @@ impl<T: Driver> Device<T> {
     /// The driver's data.
     pub fn data(&self) -> &T::Data {
         &self.data
+    }
+
+    pub(crate) fn registries(&self) -> &Registries<T> {
+        &self.registries
+    }
+
+    /// The QP numbered `qpn`, held (its destroy op waits) until the result is dropped. Any
+    /// context.
+    pub fn qp(&self, qpn: u32) -> Option<Held<'_, T, QpKind>> {
+        self.registries.qps.get(qpn)
+    }
+
+    /// The MR whose keys have the index of `key` (its upper 24 bits: the lower 8 are the key
+    /// byte a fast registration changes, which the caller checks), held until the result is
+    /// dropped. Any context.
+    pub fn mr(&self, key: u32) -> Option<Held<'_, T, MrKind>> {
+        self.registries.mrs.get(key >> 8)
+    }
+
+    /// Whether `gid` is in `port`'s GID table as a RoCEv2 GID: a destination on this device.
+    pub fn gid_is_local(&self, port: u32, gid: &[u8; 16]) -> bool {
+        let g = bindings::ib_gid { raw: *gid };
+        // SAFETY: The device is alive; `g` is valid for the call. A NULL netdev matches any.
+        let attr = unsafe {
+            bindings::rdma_find_gid_by_port(
+                self.as_raw(),
+                &g,
+                bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                port,
+                core::ptr::null_mut(),
+            )
+        };
+        match crate::error::from_err_ptr(attr.cast_mut()) {
+            Ok(attr) if !attr.is_null() => {
+                // SAFETY: A GID attribute the lookup took a reference on.
+                unsafe { bindings::rdma_put_gid_attr(attr) };
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The device name.
@@ -153,11 +207,22 @@ impl<T: Driver> Device<T> {
             return Err(ENOMEM);
         }
         let this = raw.cast::<Self>();
-        // SAFETY: `data` is uninitialised memory inside the allocation, never moved (ib_core
-        // allocations do not move).
+        let registries = pin_init!(Registries::<T> {
+            qps <- Registry::new(),
+            mrs <- Registry::new(),
+        });
+        // SAFETY: `registries` is uninitialised memory inside the allocation, never moved
+        // (ib_core allocations do not move); its initialiser cannot fail.
+        let Ok(()) =
+            unsafe { registries.__pinned_init(core::ptr::addr_of_mut!((*this).registries)) };
+        // SAFETY: As above, for `data`.
         if let Err(e) = unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*this).data)) } {
-            // SAFETY: `dealloc_driver` is not set yet, so nothing reads `data`.
-            unsafe { bindings::ib_dealloc_device(raw) };
+            // SAFETY: `dealloc_driver` is not set yet, so nothing reads `registries`, which
+            // (empty) is dropped here once.
+            unsafe {
+                core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).registries));
+                bindings::ib_dealloc_device(raw)
+            };
             return Err(e);
         }
         // SAFETY: `raw` is valid and not yet visible to anybody else. From here on `data` is
@@ -347,9 +412,12 @@ impl<T: Driver> Adapter<T> {
     ///
     /// Called by ib_core once, as the device is freed; `data` is initialised (type invariant).
     pub(crate) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
-        // SAFETY: The invariant of `Device` says `data` is initialised; this is its only drop.
+        let this = ib.cast::<Device<T>>();
+        // SAFETY: The invariant of `Device` says both are initialised; this is their only
+        // drop. Every QP and MR is gone by now, so the registries are empty.
         unsafe {
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data))
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).registries));
         };
     }
 }

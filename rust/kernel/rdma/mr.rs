@@ -8,6 +8,7 @@ use super::{
     driver::{Adapter, Driver},
     object::{MrKind, Object},
     pd::Pd,
+    registry::Users,
     udata::Udata,
 };
 use crate::{
@@ -89,14 +90,25 @@ pub struct MrChange {
 impl<T: Driver> Adapter<T> {
     /// Allocates an MR for ib_core (which leaves MR allocation to drivers), with the driver's
     /// data initialised in place.
+    ///
+    /// The MR is published in the device's registry under its key's index (see
+    /// `Device::mr`), for the data path.
     fn new_mr(
+        pd: &Pd<T>,
         (data, lkey, rkey): (impl PinInit<T::MrData, Error>, u32, u32),
     ) -> Result<*mut bindings::ib_mr> {
         // SAFETY: ib_core expects a zeroed `ib_mr` (it fills in the rest).
         let mut ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
         ib.lkey = lkey;
         ib.rkey = rkey;
-        let mr = KBox::pin_init(Mr::<T>::new(ib, (), data), GFP_KERNEL)?;
+        // ib_core sets these once the op returns; set before, `Mr::device` works at once.
+        ib.device = pd.device().as_raw();
+        ib.pd = pd.as_raw();
+        let users = Users::new(lkey >> 8, pd.as_raw());
+        let mr = KBox::pin_init(Mr::<T>::new(ib, users, data), GFP_KERNEL)?;
+        // SAFETY: `dereg_mr` retires the MR before it frees it; if publishing fails, the MR is
+        // dropped unpublished.
+        unsafe { pd.device().registries().mrs.publish(&mr) }?;
         // SAFETY: The MR is never moved out of its allocation: `dereg_mr` frees it in place.
         Ok(KBox::into_raw(unsafe { core::pin::Pin::into_inner_unchecked(mr) }).cast())
     }
@@ -123,7 +135,7 @@ impl<T: Driver> Adapter<T> {
         let mut udata = unsafe { Udata::from_raw(udata) };
         Self::mr_or_err(
             T::reg_user_mr(pd, start, length, iova, access as u32, &mut udata)
-                .and_then(Self::new_mr),
+                .and_then(|m| Self::new_mr(pd, m)),
         )
     }
 
@@ -152,7 +164,7 @@ impl<T: Driver> Adapter<T> {
             let (mr, pd) = unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd)) };
             // SAFETY: `udata` is valid or null for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
-            T::rereg_user_mr(mr, &change, pd, &mut udata).and_then(Self::new_mr)
+            T::rereg_user_mr(mr, &change, pd, &mut udata).and_then(|m| Self::new_mr(pd, m))
         })();
         Self::mr_or_err(r)
     }
@@ -165,7 +177,10 @@ impl<T: Driver> Adapter<T> {
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
         // SAFETY: The MR is alive until we free it below.
-        T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) });
+        let m = unsafe { Mr::<T>::from_raw(mr) };
+        // Nobody finds it any more, and nobody holds it.
+        m.device().registries().mrs.retire(m);
+        T::dereg_mr(m);
         // SAFETY: `new_mr` made it with `KBox::into_raw`; this is its only free, in place.
         drop(unsafe { KBox::from_raw(mr.cast::<Mr<T>>()) });
         0
@@ -180,7 +195,7 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: The PD is alive for the call.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
-        Self::mr_or_err(T::get_dma_mr(pd, access as u32).and_then(Self::new_mr))
+        Self::mr_or_err(T::get_dma_mr(pd, access as u32).and_then(|m| Self::new_mr(pd, m)))
     }
 
     /// # Safety
@@ -196,7 +211,7 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: The PD is alive for the call.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
-        Self::mr_or_err(T::alloc_mr(pd, max_num_sg).and_then(Self::new_mr))
+        Self::mr_or_err(T::alloc_mr(pd, max_num_sg).and_then(|m| Self::new_mr(pd, m)))
     }
 
     /// # Safety

@@ -6,7 +6,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::driver::Driver;
-use super::{device::Device, mmap::MmapContext};
+use super::{device::Device, mmap::MmapContext, registry::Users};
 use crate::{bindings, error::Error, error::Result, init::PinInit, sync::Arc, types::Opaque};
 use core::ptr::addr_of_mut;
 
@@ -92,12 +92,12 @@ kinds! {
     PdKind: ib_pd, (), PdData;
     /// A completion queue (see [`super::cq`]).
     CqKind: ib_cq, (), CqData;
-    /// A memory region (see [`super::mr`]).
-    MrKind: ib_mr, (), MrData;
+    /// A memory region (see [`super::mr`]): published in its device's registry by key.
+    MrKind: ib_mr, Users, MrData;
     /// An address handle (see [`super::ah`]).
     AhKind: ib_ah, (), AhData;
-    /// A queue pair (see [`super::qp`]).
-    QpKind: ib_qp, (), QpData;
+    /// A queue pair (see [`super::qp`]): published in its device's registry by number.
+    QpKind: ib_qp, Users, QpData;
     /// A shared receive queue (see [`super::srq`]).
     SrqKind: ib_srq, (), SrqData;
 }

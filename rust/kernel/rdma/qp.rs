@@ -10,6 +10,7 @@ use super::{
     cq::Cq,
     driver::{Adapter, Driver},
     object::{dispatch_object_event, Object, QpKind},
+    registry::Users,
     pd::Pd,
     srq::Srq,
     ucontext::UContext,
@@ -424,10 +425,20 @@ impl<T: Driver> Adapter<T> {
             let mut udata = unsafe { Udata::from_raw(udata) };
             let (data, qpn) = T::create_qp(pd, &mut attr, uctx, &mut udata)?;
             // SAFETY: ib_core's QP allocation, never moved, its data slots uninitialised.
-            unsafe { Qp::<T>::init_in_place(qp, (), data) }?;
+            unsafe { Qp::<T>::init_in_place(qp, Users::new(qpn, (*qp).pd), data) }?;
             attr.write_cap(raw_init);
             // SAFETY: The QP is ours during the op.
             unsafe { (*qp).qp_num = qpn };
+            // SAFETY: The QP is initialised; `destroy_qp` retires it before it is freed, and
+            // so does the failure path below.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            // SAFETY: See above.
+            if let Err(e) = unsafe { q.device().registries().qps.publish(q) } {
+                // SAFETY: Initialised above, unpublished, destroyed once (ib_core frees the
+                // memory when the op fails).
+                unsafe { Qp::<T>::destroy(qp, |_| {}) };
+                return Err(e);
+            }
             Ok(0)
         })
     }
@@ -499,6 +510,10 @@ impl<T: Driver> Adapter<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
+        // SAFETY: The QP is alive until destroyed below.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        // Nobody finds it any more, and nobody holds it.
+        q.device().registries().qps.retire(q);
         // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded.
         unsafe { Qp::<T>::destroy(qp, T::destroy_qp) };
         0

@@ -10,7 +10,7 @@ use crate::{
     bindings,
     error::{code::*, from_err_ptr, Result},
 };
-use core::ptr::NonNull;
+use core::{ptr::NonNull, sync::atomic::AtomicU64};
 
 /// A range of user memory, pinned (and charged to `RLIMIT_MEMLOCK` unless the process has
 /// `CAP_IPC_LOCK`) until dropped.
@@ -125,6 +125,47 @@ impl Umem {
             // SAFETY: `va` points to `n` bytes of a pinned page; `at + n` <= src.len().
             unsafe { core::ptr::copy_nonoverlapping(input.add(at), va, n) }
         })
+    }
+}
+
+impl Umem {
+    /// Copies `len` bytes at `src_offset` of `src` to `offset` of this range (the two may be
+    /// the same range, and overlap).
+    pub fn copy_from(&self, offset: usize, src: &Umem, src_offset: usize, len: usize) -> Result {
+        let in_range = |u: &Umem, o: usize| o.checked_add(len).is_some_and(|end| end <= u.len);
+        if !in_range(self, offset) || !in_range(src, src_offset) {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < len {
+            let (d, s) = (self.first_offset + offset + done, src.first_offset + src_offset + done);
+            let n = (PAGE_SIZE - d % PAGE_SIZE)
+                .min(PAGE_SIZE - s % PAGE_SIZE)
+                .min(len - done);
+            // Both in bounds: checked above, and `pages` covers every byte of each range.
+            let to = (self.pages[d / PAGE_SIZE] + d % PAGE_SIZE) as *mut u8;
+            let from = (src.pages[s / PAGE_SIZE] + s % PAGE_SIZE) as *const u8;
+            // SAFETY: Both point to `n` bytes of pinned pages; `copy` allows overlap.
+            unsafe { core::ptr::copy(from, to, n) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// The naturally aligned 8-byte word at `offset`, for atomic operations (RDMA atomics).
+    /// `EINVAL` if it is out of range or its address is not a multiple of 8.
+    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
+        let end = offset.checked_add(8).ok_or(EINVAL)?;
+        let pos = self.first_offset + offset;
+        if end > self.len || pos % 8 != 0 {
+            return Err(EINVAL);
+        }
+        // An aligned word never straddles a page.
+        let va = self.pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
+        // SAFETY: `va` is 8-aligned and inside a page pinned for as long as `self` lives. The
+        // owner's process may access the word too, as its memory; this side only does so
+        // atomically.
+        Ok(unsafe { AtomicU64::from_ptr(va as *mut u64) })
     }
 }
 

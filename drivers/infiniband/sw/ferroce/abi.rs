@@ -43,7 +43,26 @@ pub(crate) const SEND_WQE_OPCODE: usize = 8;
 
 /// `enum ibv_wc_status` values ferroce reports.
 pub(crate) mod wc_status {
+    pub(crate) const SUCCESS: u32 = 0;
+    pub(crate) const LOC_LEN_ERR: u32 = 1;
+    pub(crate) const LOC_QP_OP_ERR: u32 = 2;
+    pub(crate) const LOC_PROT_ERR: u32 = 4;
     pub(crate) const WR_FLUSH_ERR: u32 = 5;
+    pub(crate) const REM_INV_REQ_ERR: u32 = 9;
+    pub(crate) const REM_ACCESS_ERR: u32 = 10;
+    pub(crate) const REM_OP_ERR: u32 = 11;
+    pub(crate) const RETRY_EXC_ERR: u32 = 12;
+    pub(crate) const RNR_RETRY_EXC_ERR: u32 = 13;
+    pub(crate) const REM_ABORT_ERR: u32 = 16;
+    pub(crate) const GENERAL_ERR: u32 = 21;
+}
+
+/// `enum ibv_send_flags` (the kernel's `IB_SEND_*` have the same values). A fence needs
+/// nothing: each WQE completes before the next starts.
+pub(crate) mod send_flags {
+    pub(crate) const SIGNALED: u32 = 1 << 1;
+    pub(crate) const SOLICITED: u32 = 1 << 2;
+    pub(crate) const INLINE: u32 = 1 << 3;
 }
 
 /// `enum ibv_wc_opcode`.
@@ -58,6 +77,7 @@ pub(crate) mod wc_opcode {
     /// A fast registration (kernel users only; `IB_WC_REG_MR`).
     pub(crate) const REG_MR: u32 = 10;
     pub(crate) const RECV: u32 = 128;
+    pub(crate) const RECV_RDMA_WITH_IMM: u32 = 129;
 }
 
 /// `enum ibv_wc_flags` bits a CQE carries.
@@ -297,6 +317,80 @@ impl SendWqe {
 }
 
 /// The `wr_id` at the start of a send or receive WQE header.
+impl SendWqe {
+    /// Reads a send WQE's header as the provider (or `to_bytes`) wrote it. The union is read
+    /// as the opcode says; an opcode without one, or an unknown opcode, reads as `None`.
+    pub(crate) fn from_bytes(b: &[u8; SEND_WQE_HEADER]) -> Self {
+        let u32_at = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let u64_at = |at: usize| u64::from(u32_at(at)) | u64::from(u32_at(at + 4)) << 32;
+        use wr_opcode as o;
+        let opcode = u32_at(8);
+        let wr = match opcode {
+            o::RDMA_WRITE | o::RDMA_WRITE_WITH_IMM | o::RDMA_READ => WqeUnion::Rdma {
+                remote_addr: u64_at(32),
+                rkey: u32_at(40),
+            },
+            o::ATOMIC_CMP_AND_SWP | o::ATOMIC_FETCH_AND_ADD => WqeUnion::Atomic {
+                remote_addr: u64_at(32),
+                compare_add: u64_at(40),
+                swap: u64_at(48),
+                rkey: u32_at(56),
+            },
+            o::REG_MR => WqeUnion::Reg {
+                mr_key: u32_at(32),
+                key: u32_at(36),
+                access: u32_at(40),
+            },
+            _ => WqeUnion::None,
+        };
+        SendWqe {
+            wr_id: u64_at(0),
+            opcode,
+            send_flags: u32_at(12),
+            num_sge: u32_at(16),
+            inline_len: u32_at(20),
+            imm_data: u32_at(24),
+            wr,
+        }
+    }
+
+    /// The UD destination in a send WQE's union (UD and GSI QPs' sends carry one).
+    pub(crate) fn ud_of(b: &[u8; SEND_WQE_HEADER]) -> WqeUnion {
+        let u32_at = |at: usize| u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        WqeUnion::Ud {
+            ah_num: u32_at(32),
+            remote_qpn: u32_at(36),
+            remote_qkey: u32_at(40),
+        }
+    }
+}
+
+/// A scatter/gather element as the rings hold it (`struct ferroce_sge`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RingSge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+impl RingSge {
+    pub(crate) fn from_bytes(b: &[u8]) -> Option<Self> {
+        let b: &[u8; SGE_SIZE] = b.get(..SGE_SIZE)?.try_into().ok()?;
+        let mut addr = [0u8; 8];
+        addr.copy_from_slice(&b[0..8]);
+        Some(RingSge {
+            addr: u64::from_ne_bytes(addr),
+            length: u32::from_ne_bytes([b[8], b[9], b[10], b[11]]),
+            lkey: u32::from_ne_bytes([b[12], b[13], b[14], b[15]]),
+        })
+    }
+}
+
+/// The number of SGEs in a receive WQE's header.
+pub(crate) fn recv_wqe_num_sge(hdr: &[u8; RECV_WQE_HEADER]) -> u32 {
+    u32::from_ne_bytes([hdr[8], hdr[9], hdr[10], hdr[11]])
+}
+
 pub(crate) fn wqe_wr_id(hdr: &[u8; RECV_WQE_HEADER]) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&hdr[WQE_WR_ID..WQE_WR_ID + 8]);

@@ -53,6 +53,8 @@ pub(crate) struct DeviceData {
     pub(crate) qpns: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// The numbers of the device's AHs (bounded by the table as well).
     pub(crate) ah_nums: Arc<SpinLockIrq<KeyTable<KVVec<u16>>>>,
+    /// Where each AH's UD sends go, by AH number.
+    pub(crate) ah_dests: Arc<ah::DestTable>,
 }
 
 impl DeviceData {
@@ -398,6 +400,10 @@ impl link::Link for Ferroce {
             )?,
             ah_nums: Arc::pin_init(
                 new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
+                GFP_KERNEL,
+            )?,
+            ah_dests: Arc::pin_init(
+                new_spinlock_irq!(kernel::rbtree::RBTree::new(), "ferroce:ah_dests"),
                 GFP_KERNEL,
             )?,
         };

@@ -17,8 +17,7 @@ use crate::{device::Ferroce, keys::KeyTable, limits, numbers::Number};
 pub(crate) enum Memory {
     /// User memory, pinned.
     User {
-        /// The pinned pages (read by the data path).
-        #[expect(dead_code, reason = "read by the data path")]
+        /// The pinned pages (read and written by the data path).
         umem: Umem,
         /// The user address and length registered (what a re-registration keeps).
         start: u64,
@@ -69,6 +68,33 @@ impl MrData {
             key,
         });
         (data, k, k)
+    }
+}
+
+impl MrData {
+    /// The pinned user memory of a user MR.
+    pub(crate) fn umem(&self) -> Option<&Umem> {
+        match &self.memory {
+            Memory::User { umem, .. } => Some(umem),
+            _ => None,
+        }
+    }
+
+    /// Where `len` bytes at `addr` of this MR live: its pinned user memory and the offset in
+    /// it, if the MR is user memory, covers the range and allows `need` (`IB_ACCESS_*`).
+    /// Kernel users' MRs are not placed into yet.
+    pub(crate) fn user_range(&self, addr: u64, len: u64, need: u32) -> Option<(&Umem, usize)> {
+        let Memory::User { umem, .. } = &self.memory else {
+            return None;
+        };
+        if self.access & need != need {
+            return None;
+        }
+        let offset = addr.checked_sub(self.iova)?;
+        if offset.checked_add(len)? > umem.len() as u64 {
+            return None;
+        }
+        Some((umem, usize::try_from(offset).ok()?))
     }
 }
 

@@ -21,15 +21,33 @@ use crate::{
     keys::KeyTable,
     limits, mr,
     numbers::{GsiSlot, Number},
+    placement,
     wq::WorkQueue,
 };
 
-/// What `modify_qp`, `query_qp` and the doorbell share: the attributes and the rings.
+/// What `modify_qp`, `query_qp`, the doorbells and the data path share: the attributes, the
+/// rings and the state of the send queue's executor.
 struct QpShared {
     attr: QpAttr,
     sq: WorkQueue,
     /// `None` when the QP receives from an SRQ.
     rq: Option<WorkQueue>,
+    /// Whether the destination of an RC/UC QP is a GID of this device (checked when the
+    /// address vector is set).
+    peer_local: bool,
+    /// Some caller is executing the send queue (`run_sq`); others leave new work to it. While
+    /// it runs, the WQE it executes stays in the ring (the consumer index advances when the
+    /// WQE completes) and only it completes or flushes send work.
+    sending: bool,
+    /// The send queue waits for the destination to post a receive (RNR), until kicked.
+    rnr_wait: bool,
+    /// Times the QP was kicked (a receive it waited for was posted): an executor that finds
+    /// no receive WQE retries at once if a kick came meanwhile.
+    kicks: u32,
+    /// Times the QP went back to RESET: an executor that sees it changed completes nothing.
+    resets: u32,
+    /// The QP whose send queue waits for this QP's receive queue.
+    rnr_waiter: Option<u32>,
 }
 
 /// What the QP's CQs are to be told once the QP lock is dropped.
@@ -48,6 +66,28 @@ impl Notices {
 }
 
 impl QpShared {
+    /// Moves the QP to ERR from the data path (modify does the same for `IB_QPS_ERR`): posted
+    /// receive work completes flushed, and so does send work unless an executor is running,
+    /// which flushes it. Returns whether the owner is to get `IB_EVENT_QP_LAST_WQE_REACHED`.
+    fn enter_error(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> bool {
+        if self.attr.qp_state == QpState::Err {
+            return false;
+        }
+        self.attr.qp_state = QpState::Err;
+        self.attr.cur_qp_state = QpState::Err;
+        // As in `modify`: NEED_WAKEUP before the producer index is read, a full barrier
+        // between (the provider stores the index, then reads the flag).
+        if let Some(rq) = &self.rq {
+            let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
+        }
+        smp_mb();
+        if !self.sending {
+            let _ = self.flush_sq(qp, notices);
+        }
+        let _ = self.flush_rq(qp, notices);
+        qp.srq().is_some()
+    }
+
     /// Completes every posted send WQE with a flush error (the QP is in ERR).
     fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
         let qpn = qp.qp_num();
@@ -131,7 +171,7 @@ pub(crate) fn create(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<(impl PinInit<QpData, Error>, u32)> {
-    if init.qp_type == QpType::Uc || init.create_flags != 0 {
+    if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
     // QP1 belongs to ib_core's MAD layer, one per port.
@@ -213,7 +253,20 @@ pub(crate) fn create(
     let data = try_pin_init!(QpData {
         _number: number,
         init,
-        state <- new_spinlock_irq!(QpShared { attr, sq, rq }, "ferroce:qp"),
+        state <- new_spinlock_irq!(
+            QpShared {
+                attr,
+                sq,
+                rq,
+                peer_local: false,
+                sending: false,
+                rnr_wait: false,
+                kicks: 0,
+                resets: 0,
+                rnr_waiter: None,
+            },
+            "ferroce:qp"
+        ),
     });
     Ok((data, qpn))
 }
@@ -287,6 +340,11 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     udata.require_no_input()?;
     // The attributes are checked before the QP lock (a spinlock): the check looks up the netdev.
     check(qp, attr, mask)?;
+    // So is the destination: a GID of this device is served by direct placement.
+    let peer_local = match (&attr.av, mask & m::AV != 0) {
+        (Some(av), true) => Some(qp.device().gid_is_local(1, &av.dgid)),
+        _ => None,
+    };
     let data = qp.data();
     let mut st = data.state.lock();
     let cur = st.attr.qp_state;
@@ -327,6 +385,9 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
     a.qp_state = next;
     a.cur_qp_state = next;
+    if let Some(local) = peer_local {
+        st.peer_local = local;
+    }
     let (mut last_wqe, mut sq_drained) = (false, false);
     let mut notices = Notices::default();
     if next != cur {
@@ -342,13 +403,20 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                     let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
                 }
                 smp_mb();
-                // A corrupted ring flushes nothing; the QP is in error all the same.
-                let _ = st.flush_sq(qp, &mut notices);
+                // A corrupted ring flushes nothing; the QP is in error all the same. A running
+                // executor flushes the send queue itself, after the WQE it executes.
+                if !st.sending {
+                    let _ = st.flush_sq(qp, &mut notices);
+                }
                 let _ = st.flush_rq(qp, &mut notices);
                 last_wqe = qp.srq().is_some();
             }
             QpState::Reset => {
-                // Back to empty queues: posted work is dropped without completions.
+                // Back to empty queues: posted work is dropped without completions, the WQE a
+                // running executor holds included (it sees `resets` change).
+                st.resets = st.resets.wrapping_add(1);
+                st.rnr_wait = false;
+                st.rnr_waiter = None;
                 let _ = st.sq.discard();
                 if let Some(rq) = &mut st.rq {
                     let _ = rq.discard();
@@ -356,8 +424,10 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                 }
             }
             QpState::Sqd => {
-                // SQD starts no new message; the SQ is drained once none is in flight, which
-                // (until the data path executes work) is at once.
+                // SQD starts no new message; the SQ is drained once none is in flight. Direct
+                // placement completes each message in the call that starts it, so that is at
+                // once (a WQE an executor is placing right now completes before the event
+                // is of use to anybody: the owner must still poll for it).
                 sq_drained = st.attr.en_sqd_async_notify != 0;
             }
             _ => {}
@@ -381,16 +451,30 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     Ok((st.attr, data.init))
 }
 
-/// The provider posted send work. In ERR and SQE it is flushed at once; before RTS it is refused
-/// (`EINVAL`) and dropped. Otherwise, until the data path lands, nothing executes it; the
-/// doorbell validates the SQ's producer index so that a corrupted SQ is caught when it is rung.
+/// The provider (or a kernel user's post) published send work. In RTS it is executed now, in
+/// the caller's context, unless another caller is executing the queue already (which then
+/// takes it too). In ERR and SQE it is flushed at once; before RTS it is refused (`EINVAL`)
+/// and dropped. In SQD it waits.
 pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
     let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
     let r = match st.attr.qp_state {
         // In SQE (a UD/UC send failed) as in ERR, new send work completes flushed (IBTA 10.8.3).
-        QpState::Err | QpState::Sqe => st.flush_sq(qp, &mut notices),
-        QpState::Rts | QpState::Sqd => st.sq.pending().map(|_| ()),
+        QpState::Err | QpState::Sqe if !st.sending => st.flush_sq(qp, &mut notices),
+        QpState::Err | QpState::Sqe | QpState::Sqd => st.sq.pending().map(|_| ()),
+        QpState::Rts => {
+            st.sq.pending()?;
+            // A new doorbell retries a send that waited for a receive too (an SRQ's receives
+            // come without a doorbell).
+            st.rnr_wait = false;
+            if !st.sending {
+                st.sending = true;
+                drop(st);
+                run_sq(qp);
+                return Ok(());
+            }
+            Ok(())
+        }
         // The SQ takes no work before RTS (IBTA 10.8.2): the post fails, so what was published
         // for it is dropped now rather than executed once the QP reaches RTS.
         _ => st.sq.discard().and(Err(EINVAL)),
@@ -400,8 +484,9 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
     r
 }
 
-/// The provider posted receive work while the RQ asked for the doorbell (the QP is in ERR):
-/// flush it. In other states there is nothing to do now but check the ring.
+/// The provider posted receive work while the RQ asked for the doorbell: the QP is in ERR
+/// (flush it), or a sender waits for a receive WQE (kick it). In other states there is
+/// nothing to do but check the ring.
 pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
     let mut notices = Notices::default();
     let mut st = qp.data().state.lock();
@@ -410,9 +495,226 @@ pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
         (Some(_), QpState::Err) => st.flush_rq(qp, &mut notices),
         (Some(rq), _) => rq.pending().map(|_| ()),
     };
+    let waiter = if st.attr.qp_state == QpState::Err {
+        None
+    } else {
+        st.rnr_waiter.take()
+    };
+    if waiter.is_some() {
+        if let Some(rq) = &st.rq {
+            // The waiter retries now; if it runs dry again, it asks again.
+            let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
+        }
+    }
     drop(st);
     notices.deliver(qp);
+    if let Some(waiter) = waiter.and_then(|n| qp.device().qp(n)) {
+        kick(&waiter);
+    }
     r
+}
+
+/// A receive the QP's send queue waited for was posted: retry its sends now.
+pub(crate) fn kick(qp: &Qp<Ferroce>) {
+    let mut st = qp.data().state.lock();
+    st.kicks = st.kicks.wrapping_add(1);
+    st.rnr_wait = false;
+    if st.sending || st.attr.qp_state != QpState::Rts {
+        return;
+    }
+    st.sending = true;
+    drop(st);
+    run_sq(qp);
+}
+
+/// The largest part of a send WQE the executor reads: the header, then up to 32 SGEs or 512
+/// inline bytes.
+pub(crate) const SEND_WQE_MAX: usize = abi::SEND_WQE_HEADER + WQE_BODY;
+/// The largest part of a receive WQE the data path reads.
+pub(crate) const RECV_WQE_MAX: usize = abi::RECV_WQE_HEADER + WQE_BODY;
+
+/// Executes the send queue's work in the caller's context until the queue is empty, the QP
+/// leaves RTS, or the destination has no receive WQE for it (RNR). The caller set `sending`;
+/// this clears it. No lock is held while a WQE executes.
+fn run_sq(qp: &Qp<Ferroce>) {
+    let data = qp.data();
+    let mut notices = Notices::default();
+    let mut wqe = [0u8; SEND_WQE_MAX];
+    let mut last_wqe = false;
+    loop {
+        let mut st = data.state.lock();
+        let state = st.attr.qp_state;
+        if matches!(state, QpState::Err | QpState::Sqe) {
+            // Whatever is left completes flushed; from now on doorbells flush.
+            let _ = st.flush_sq(qp, &mut notices);
+            st.sending = false;
+            break;
+        }
+        let pending = if state == QpState::Rts {
+            st.sq.pending().unwrap_or(0)
+        } else {
+            0
+        };
+        let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
+        if pending == 0 || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
+            st.sending = false;
+            break;
+        }
+        let req = placement::Requester {
+            qpn: qp.qp_num(),
+            qp_type: data.init.qp_type,
+            dest_qpn: st.attr.dest_qp_num,
+            peer_local: st.peer_local,
+            cap: st.attr.cap,
+            sig_all: data.init.sq_sig_all,
+            rnr_retry: st.attr.rnr_retry,
+            qkey: st.attr.qkey,
+        };
+        let (resets, kicks) = (st.resets, st.kicks);
+        drop(st);
+        let outcome = placement::execute(qp, &req, &wqe[..len]);
+        let mut st = data.state.lock();
+        if st.resets != resets {
+            // Reset meanwhile: the WQE is gone, and with it its completion.
+            st.sending = false;
+            break;
+        }
+        match outcome {
+            placement::Outcome::Rnr => {
+                // Wait for a kick, unless one came meanwhile (then retry at once).
+                if st.kicks == kicks {
+                    st.rnr_wait = true;
+                }
+            }
+            placement::Outcome::Done { cqe, signaled } => {
+                let _ = st.sq.consume(1);
+                if signaled || cqe.status != abi::wc_status::SUCCESS {
+                    let cqe = Cqe {
+                        kernel_qp: QpToken::of(qp).to_bits(),
+                        ..cqe
+                    };
+                    if let Ok(n) = cq::post(qp.send_cq(), &cqe) {
+                        notices.send = notices.send.or(n);
+                    }
+                }
+                if cqe.status != abi::wc_status::SUCCESS {
+                    // A failed WQE puts the QP in error (IBTA 10.8.3); the rest flushes.
+                    last_wqe |= st.enter_error(qp, &mut notices);
+                }
+            }
+        }
+    }
+    notices.deliver(qp);
+    if last_wqe {
+        qp.dispatch_event(QpEvent::LastWqeReached);
+    }
+}
+
+/// What a responder needs of its QP, read with the WQE it takes.
+pub(crate) struct Responder {
+    /// The receive WQE taken (its bytes are in the caller's buffer), if one was asked for.
+    pub(crate) wqe_len: Option<usize>,
+    /// The most SGEs a receive WQE of this QP may hold.
+    pub(crate) max_sge: u32,
+}
+
+/// Why a responder took no message.
+pub(crate) enum Refusal {
+    /// The QP does not take packets from the requester (its state, type or destination): it
+    /// would drop them.
+    Dropped,
+    /// The QP does not allow the remote access asked for.
+    Access,
+    /// No receive WQE is posted (the requester is to be kicked when one is).
+    NoWqe,
+    /// The receive ring is corrupt or the SRQ failed.
+    Broken,
+}
+
+/// Admits a message from the QP `from` (`from_type`) into `dest`: checks that `dest` takes
+/// it (for a datagram: with the Q_Key `qkey`) and allows `access`, then, given a `buf`, takes
+/// its next receive WQE (from its RQ or its SRQ) into it. An RC requester finding no WQE is
+/// recorded as the waiter to kick.
+pub(crate) fn admit(
+    dest: &Qp<Ferroce>,
+    from: u32,
+    from_type: QpType,
+    qkey: u32,
+    access: u32,
+    buf: Option<&mut [u8; RECV_WQE_MAX]>,
+) -> core::result::Result<Responder, Refusal> {
+    let data = dest.data();
+    let mut st = data.state.lock();
+    let receiving = matches!(
+        st.attr.qp_state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    );
+    let takes = match from_type {
+        QpType::Rc | QpType::Uc => {
+            data.init.qp_type == from_type && st.attr.dest_qp_num == from
+        }
+        // A UD QP and QP1 take datagrams from either (MADs are datagrams to QP1).
+        QpType::Ud | QpType::Gsi => {
+            matches!(data.init.qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
+        }
+    };
+    if !receiving || !takes {
+        return Err(Refusal::Dropped);
+    }
+    if st.attr.qp_access_flags & access != access {
+        return Err(Refusal::Access);
+    }
+    let Some(buf) = buf else {
+        return Ok(Responder {
+            wqe_len: None,
+            max_sge: 0,
+        });
+    };
+    let Some(rq) = st.rq.as_mut() else {
+        drop(st);
+        let srq = dest.srq().ok_or(Refusal::Broken)?;
+        return match crate::srq::take(srq, buf) {
+            Ok(Some((len, max_sge))) => Ok(Responder {
+                wqe_len: Some(len),
+                max_sge,
+            }),
+            Ok(None) => Err(Refusal::NoWqe),
+            Err(_) => Err(Refusal::Broken),
+        };
+    };
+    let mut pending = rq.pending().map_err(|_| Refusal::Broken)?;
+    if pending == 0 {
+        // Ask for the doorbell, then look again: the provider stores its producer index and
+        // then reads the flag, so a receive posted meanwhile is seen here or rung for.
+        let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
+        smp_mb();
+        pending = rq.pending().map_err(|_| Refusal::Broken)?;
+    }
+    if pending == 0 {
+        if from_type == QpType::Rc {
+            st.rnr_waiter = Some(from);
+        }
+        return Err(Refusal::NoWqe);
+    }
+    let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
+    rq.peek(0, &mut buf[..len]).map_err(|_| Refusal::Broken)?;
+    rq.consume(1).map_err(|_| Refusal::Broken)?;
+    Ok(Responder {
+        wqe_len: Some(len),
+        max_sge: st.attr.cap.max_recv_sge,
+    })
+}
+
+/// Moves `qp` to ERR from the data path (a responder error).
+pub(crate) fn fail(qp: &Qp<Ferroce>) {
+    let mut notices = Notices::default();
+    let mut st = qp.data().state.lock();
+    let last_wqe = st.enter_error(qp, &mut notices);
+    drop(st);
+    notices.deliver(qp);
+    if last_wqe {
+        qp.dispatch_event(QpEvent::LastWqeReached);
+    }
 }
 
 /// Room for the SGEs or the inline data of one WQE (both at most 512 bytes).

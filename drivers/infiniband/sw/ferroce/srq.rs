@@ -183,3 +183,22 @@ pub(crate) fn post_recv(srq: &Srq<Ferroce>, wr: &RecvWr<'_>) -> Result {
     }
     qp::produce_recv(&mut st.wq, wr, max_sge_of(data.wqe_size))
 }
+
+/// Takes the SRQ's next receive WQE into `buf` for a responder: its length and the most SGEs
+/// it may hold, or `None` when the SRQ is empty. Sends the limit event if it became due.
+pub(crate) fn take(srq: &Srq<Ferroce>, buf: &mut [u8]) -> Result<Option<(usize, u32)>> {
+    let data = srq.data();
+    let mut st = data.state.lock();
+    if st.wq.pending()? == 0 {
+        return Ok(None);
+    }
+    let len = (st.wq.wqe_size as usize).min(buf.len());
+    st.wq.peek(0, &mut buf[..len])?;
+    st.wq.consume(1)?;
+    let event = st.limit_reached()?;
+    drop(st);
+    if event {
+        srq.dispatch_event(SrqEvent::LimitReached);
+    }
+    Ok(Some((len, max_sge_of(data.wqe_size))))
+}

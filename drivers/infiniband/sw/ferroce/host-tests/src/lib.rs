@@ -12,6 +12,8 @@ mod bth;
 mod count;
 #[path = "../../eth.rs"]
 mod eth;
+#[path = "../../grh.rs"]
+mod grh;
 #[path = "../../guid.rs"]
 mod guid;
 #[path = "../../icrc.rs"]
@@ -29,7 +31,7 @@ mod rxe_packets;
 
 #[cfg(test)]
 mod tests {
-    use super::{abi, bth, count, eth, guid, icrc, keys, limits, opcode, psn, rxe_packets};
+    use super::{abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, psn, rxe_packets};
 
     #[test]
     fn guid_is_modified_eui64() {
@@ -266,6 +268,104 @@ int main(void)
         assert_eq!(&ud[40..44], &0x1111_1111u32.to_ne_bytes());
         assert_eq!(abi::recv_wqe_header(5, 2)[8..12], 2u32.to_ne_bytes());
         assert_eq!(abi::sge_bytes(1, 2, 3)[12..16], 3u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn send_wqe_headers_read_back_as_written() {
+        use abi::{wr_opcode as o, SendWqe, WqeUnion};
+        let with = |opcode, wr| SendWqe {
+            wr_id: 0x0123_4567_89ab_cdef,
+            opcode,
+            send_flags: 0xa,
+            num_sge: 3,
+            inline_len: 17,
+            imm_data: 0xdead_beef,
+            wr,
+        };
+        let rdma = WqeUnion::Rdma {
+            remote_addr: 0xffff_0000_1234_5678,
+            rkey: 0x4242,
+        };
+        let atomic = WqeUnion::Atomic {
+            remote_addr: 8,
+            compare_add: u64::MAX,
+            swap: 1 << 63,
+            rkey: 7,
+        };
+        for w in [
+            with(o::SEND, WqeUnion::None),
+            with(o::SEND_WITH_IMM, WqeUnion::None),
+            with(o::RDMA_WRITE, rdma),
+            with(o::RDMA_WRITE_WITH_IMM, rdma),
+            with(o::RDMA_READ, rdma),
+            with(o::ATOMIC_CMP_AND_SWP, atomic),
+            with(o::ATOMIC_FETCH_AND_ADD, atomic),
+        ] {
+            assert_eq!(SendWqe::from_bytes(&w.to_bytes()), w);
+        }
+        // An unknown opcode reads with no union: nothing of it is used.
+        let odd = with(0x77, rdma).to_bytes();
+        assert_eq!(SendWqe::from_bytes(&odd).wr, WqeUnion::None);
+        // A UD send's destination.
+        let ud = WqeUnion::Ud {
+            ah_num: 9,
+            remote_qpn: 0x00ab_cdef,
+            remote_qkey: 0x8000_0000,
+        };
+        assert_eq!(SendWqe::ud_of(&with(o::SEND, ud).to_bytes()), ud);
+        // SGEs and receive headers.
+        let sge = abi::RingSge {
+            addr: 0x7fff_0000_0001,
+            length: 4096,
+            lkey: 0x1_23ff,
+        };
+        let b = abi::sge_bytes(sge.addr, sge.length, sge.lkey);
+        assert_eq!(abi::RingSge::from_bytes(&b), Some(sge));
+        assert_eq!(abi::RingSge::from_bytes(&b[..15]), None);
+        assert_eq!(abi::recv_wqe_num_sge(&abi::recv_wqe_header(1, 32)), 32);
+    }
+
+    #[test]
+    fn ud_grh_is_the_ip_header() {
+        let mut v4 = [0u8; 16];
+        v4[10] = 0xff;
+        v4[11] = 0xff;
+        let (mut s, mut d) = (v4, v4);
+        s[12..].copy_from_slice(&[10, 0, 0, 1]);
+        d[12..].copy_from_slice(&[10, 0, 0, 2]);
+        let route = grh::Route {
+            ipv4: true,
+            sgid: s,
+            dgid: d,
+            traffic_class: 0,
+            flow_label: 0,
+            hop_limit: 64,
+        };
+        let g = grh::ud_grh(&route, 100, false);
+        assert_eq!(&g[..20], &[0u8; 20]);
+        // 20 IP + 8 UDP + 12 BTH + 8 DETH + 100 + 4 ICRC.
+        assert_eq!(&g[20..24], &[0x45, 0, 0, 152]);
+        assert_eq!(&g[32..40], &[10, 0, 0, 1, 10, 0, 0, 2]);
+        // A header with its checksum sums to 0xffff (checksums to 0).
+        assert_eq!(grh::ipv4_checksum(&g[20..]), 0);
+        // The example of RFC 1071's reference header.
+        let h = [
+            0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0,
+            0xc7,
+        ];
+        assert_eq!(grh::ipv4_checksum(&h), 0xb861);
+        let v6 = grh::Route {
+            ipv4: false,
+            sgid: [0xfe; 16],
+            dgid: [0x20; 16],
+            traffic_class: 0x12,
+            flow_label: 0xabcde,
+            hop_limit: 9,
+        };
+        let g = grh::ud_grh(&v6, 8, true);
+        assert_eq!(&g[..8], &[0x61, 0x2a, 0xbc, 0xde, 0, 44, 17, 9]);
+        assert_eq!(&g[8..24], &[0xfe; 16]);
+        assert_eq!(&g[24..40], &[0x20; 16]);
     }
 
     #[test]

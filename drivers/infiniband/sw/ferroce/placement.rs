@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Direct placement: a send WQE executed against a QP of the same device in the caller's
+//! context (the doorbell system call, or a kernel user's post), its data copied from memory
+//! region to memory region, with no packets.
+//!
+//! It keeps what the wire would give: RC order (one executor per send queue, one message at a
+//! time, completions in order), the responder's checks (state, connection, access, keys,
+//! bounds, lengths) with the completion statuses IBTA gives their failures on both sides, the
+//! requester's own checks first (a bad local SGE sends nothing), RNR waits for a receive WQE,
+//! and the error state on both QPs where RC puts it. What the wire has and this has not:
+//! timeouts and retries are moot (nothing is lost), so a message to a QP that would drop it
+//! fails with `RETRY_EXC_ERR` at once rather than after `retry_cnt` timeouts.
+
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{access, object::MrKind, Device, Held, Network, Qp, QpCap, QpToken, QpType},
+};
+
+use crate::{
+    abi::{
+        self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, RingSge,
+        SendWqe, WqeUnion,
+    },
+    cq,
+    ah,
+    device::{active_mtu, Ferroce},
+    grh, limits,
+    qp::{self, Refusal, RECV_WQE_MAX},
+};
+
+/// What the executor knows of the requester, read under its QP's lock.
+pub(crate) struct Requester {
+    pub(crate) qpn: u32,
+    pub(crate) qp_type: QpType,
+    pub(crate) dest_qpn: u32,
+    pub(crate) peer_local: bool,
+    pub(crate) cap: QpCap,
+    pub(crate) sig_all: bool,
+    pub(crate) rnr_retry: u8,
+    pub(crate) qkey: u32,
+}
+
+/// What became of a WQE.
+pub(crate) enum Outcome {
+    /// The destination has no receive WQE: retry when it posts one.
+    Rnr,
+    /// Completed (successfully or not); `signaled` if the owner asked for the completion.
+    Done { cqe: Cqe, signaled: bool },
+}
+
+/// Why a WQE stopped short of success.
+enum Stop {
+    Rnr,
+    Status(u32),
+}
+
+/// Why a copy stopped.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// An element of the source failed its checks (key, PD, range, access).
+    Source,
+    /// An element of the destination failed its checks.
+    Dest,
+    /// The destination is shorter than the message.
+    Length,
+}
+
+/// A range of a memory region, found and checked; the MR is held while the range is in use.
+struct Range<'a> {
+    mr: Held<'a, Ferroce, MrKind>,
+    offset: usize,
+    len: usize,
+}
+
+/// Finds `len` bytes at `addr` under `key`, for a QP of the PD `pd`, allowing `need`.
+fn find(
+    dev: &Device<Ferroce>,
+    pd: usize,
+    key: u32,
+    addr: u64,
+    len: usize,
+    need: u32,
+) -> Option<Range<'_>> {
+    let mr = dev.mr(key)?;
+    let data = mr.data();
+    if mr.pd_id() != pd || data.key.get() != key {
+        return None;
+    }
+    let (_, offset) = data.user_range(addr, len as u64, need)?;
+    Some(Range { mr, offset, len })
+}
+
+/// A walk along a list of `struct ferroce_sge` (or one remote range written as one), finding
+/// each element's MR when it gets to it. Elements of length 0 are skipped unchecked.
+struct Walk<'a, 's> {
+    dev: &'a Device<Ferroce>,
+    pd: usize,
+    need: u32,
+    sges: &'s [u8],
+    next: usize,
+    cur: Option<Range<'a>>,
+    used: usize,
+}
+
+impl<'a, 's> Walk<'a, 's> {
+    fn new(dev: &'a Device<Ferroce>, pd: usize, need: u32, sges: &'s [u8]) -> Self {
+        Walk {
+            dev,
+            pd,
+            need,
+            sges,
+            next: 0,
+            cur: None,
+            used: 0,
+        }
+    }
+
+    /// Moves to an element with room left; `Ok(false)` at the end of the list, `Err` if the
+    /// element fails its checks.
+    fn settle(&mut self) -> Result<bool, ()> {
+        loop {
+            if self.cur.as_ref().is_some_and(|r| self.used < r.len) {
+                return Ok(true);
+            }
+            let at = self.next * abi::SGE_SIZE;
+            let Some(sge) = self.sges.get(at..).and_then(RingSge::from_bytes) else {
+                self.cur = None;
+                return Ok(false);
+            };
+            self.next += 1;
+            // The MR of the element before is let go first.
+            self.cur = None;
+            self.used = 0;
+            if sge.length == 0 {
+                continue;
+            }
+            let range = find(
+                self.dev,
+                self.pd,
+                sge.lkey,
+                sge.addr,
+                sge.length as usize,
+                self.need,
+            );
+            self.cur = Some(range.ok_or(())?);
+        }
+    }
+
+    /// Checks every element (finding each MR once), without copying.
+    fn check_all(mut self) -> Result<(), ()> {
+        while self.settle()? {
+            self.used = self.cur.as_ref().map_or(0, |r| r.len);
+        }
+        Ok(())
+    }
+}
+
+/// Where a message's bytes come from.
+enum Source<'a, 's> {
+    Walk(Walk<'a, 's>),
+    Bytes(&'s [u8]),
+}
+
+/// Copies `len` bytes from `src` to `dst`.
+fn place(dst: &mut Walk<'_, '_>, src: &mut Source<'_, '_>, len: usize) -> Result<(), Fault> {
+    let mut done = 0;
+    while done < len {
+        if !dst.settle().map_err(|()| Fault::Dest)? {
+            return Err(Fault::Length);
+        }
+        let d = dst.cur.as_ref().ok_or(Fault::Dest)?;
+        let (d_off, d_room) = (d.offset + dst.used, d.len - dst.used);
+        let d_umem = d.mr.data().umem().ok_or(Fault::Dest)?;
+        let n = match src {
+            Source::Bytes(bytes) => {
+                let n = d_room.min(len - done);
+                let piece = bytes.get(done..done + n).ok_or(Fault::Source)?;
+                d_umem.write(d_off, piece).map_err(|_| Fault::Dest)?;
+                n
+            }
+            Source::Walk(s) => {
+                if !s.settle().map_err(|()| Fault::Source)? {
+                    return Err(Fault::Source);
+                }
+                let r = s.cur.as_ref().ok_or(Fault::Source)?;
+                let (s_off, s_room) = (r.offset + s.used, r.len - s.used);
+                let s_umem = r.mr.data().umem().ok_or(Fault::Source)?;
+                let n = d_room.min(s_room).min(len - done);
+                d_umem
+                    .copy_from(d_off, s_umem, s_off, n)
+                    .map_err(|_| Fault::Dest)?;
+                s.used += n;
+                n
+            }
+        };
+        dst.used += n;
+        done += n;
+    }
+    Ok(())
+}
+
+/// The sum of an SGE list's lengths.
+fn total_len(sges: &[u8]) -> Option<u64> {
+    sges.chunks(abi::SGE_SIZE).try_fold(0u64, |sum, b| {
+        sum.checked_add(RingSge::from_bytes(b)?.length.into())
+    })
+}
+
+/// One SGE over a remote range (or a local one), as a walk reads it.
+fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
+    abi::sge_bytes(addr, len as u32, key)
+}
+
+/// Executes the send WQE `wqe` (as much of it as the executor read) of `qp`.
+pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome {
+    let Some(hdr) = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>() else {
+        return Outcome::Done {
+            cqe: Cqe {
+                status: wc_status::LOC_QP_OP_ERR,
+                qp_num: req.qpn,
+                port_num: 1,
+                ..Cqe::default()
+            },
+            signaled: true,
+        };
+    };
+    let w = SendWqe::from_bytes(hdr);
+    let mut cqe = Cqe {
+        wr_id: w.wr_id,
+        opcode: abi::wc_opcode_of(w.opcode).unwrap_or(wc_opcode::SEND),
+        qp_num: req.qpn,
+        port_num: 1,
+        ..Cqe::default()
+    };
+    let body = &wqe[abi::SEND_WQE_HEADER..];
+    let ud = matches!(req.qp_type, QpType::Ud | QpType::Gsi).then(|| SendWqe::ud_of(hdr));
+    cqe.status = match run(qp, req, &w, ud, body, &mut cqe.byte_len) {
+        Ok(()) => wc_status::SUCCESS,
+        Err(Stop::Rnr) => return Outcome::Rnr,
+        Err(Stop::Status(s)) => s,
+    };
+    Outcome::Done {
+        cqe,
+        signaled: req.sig_all || w.send_flags & send_flags::SIGNALED != 0,
+    }
+}
+
+/// The outcome of a message the responder drops: RC never gets an acknowledgement (the
+/// requester would retry until `retry_cnt` runs out); UC does not care.
+fn dropped(req: &Requester) -> Result<(), Stop> {
+    match req.qp_type {
+        QpType::Rc => Err(Stop::Status(wc_status::RETRY_EXC_ERR)),
+        _ => Ok(()),
+    }
+}
+
+/// A responder error: RC puts the responder in error and fails the request with `status`; UC
+/// drops the message.
+fn nak(req: &Requester, dest: &Qp<Ferroce>, status: u32) -> Result<(), Stop> {
+    match req.qp_type {
+        QpType::Rc => {
+            qp::fail(dest);
+            Err(Stop::Status(status))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The message is refused for want of a receive WQE.
+fn no_wqe(req: &Requester) -> Result<(), Stop> {
+    match (req.qp_type, req.rnr_retry) {
+        (QpType::Rc, 0) => Err(Stop::Status(wc_status::RNR_RETRY_EXC_ERR)),
+        (QpType::Rc, _) => Err(Stop::Rnr),
+        _ => Ok(()),
+    }
+}
+
+fn run(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    w: &SendWqe,
+    ud: Option<WqeUnion>,
+    body: &[u8],
+    byte_len: &mut u32,
+) -> Result<(), Stop> {
+    let fail = |s| Err(Stop::Status(s));
+    let is_send = matches!(w.opcode, op::SEND | op::SEND_WITH_IMM);
+    let is_write = matches!(w.opcode, op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM);
+    let is_atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
+    let allowed = match req.qp_type {
+        QpType::Rc => is_send || is_write || is_atomic || w.opcode == op::RDMA_READ,
+        QpType::Uc => is_send || is_write,
+        QpType::Ud | QpType::Gsi => is_send,
+    };
+    let inline = w.send_flags & send_flags::INLINE != 0;
+    // Kernel users' memory (DMA and fast-registration MRs) is not placed yet.
+    if !allowed || (inline && !(is_send || is_write)) || !qp.is_user() {
+        // An opcode this QP does not execute (or ferroce does not yet: SEND_WITH_INV,
+        // LOCAL_INV, BIND_MW, REG_MR, a kernel user's work).
+        return fail(wc_status::LOC_QP_OP_ERR);
+    }
+    // The message's source: inline bytes or an SGE list, within what the QP was granted.
+    let (sges, inline_bytes) = if inline {
+        let n = w.inline_len as usize;
+        if w.inline_len > req.cap.max_inline_data || n > body.len() {
+            return fail(wc_status::LOC_LEN_ERR);
+        }
+        (&body[..0], Some(&body[..n]))
+    } else {
+        let n = w.num_sge as usize * abi::SGE_SIZE;
+        if w.num_sge > req.cap.max_send_sge || n > body.len() {
+            return fail(wc_status::LOC_QP_OP_ERR);
+        }
+        (&body[..n], None)
+    };
+    let len = match inline_bytes {
+        Some(b) => b.len() as u64,
+        None => total_len(sges).ok_or(Stop::Status(wc_status::LOC_LEN_ERR))?,
+    };
+    if len > u64::from(limits::MAX_MSG_SZ) {
+        return fail(wc_status::LOC_LEN_ERR);
+    }
+    let len32 = len as u32;
+    let dev = qp.device();
+    // The requester checks its own memory before anything goes out: local data to send, or
+    // local room for what a READ or an atomic brings back.
+    let need_local = if is_send || is_write { 0 } else { access::LOCAL_WRITE };
+    if Walk::new(dev, qp.pd_id(), need_local, sges).check_all().is_err() {
+        return fail(wc_status::LOC_PROT_ERR);
+    }
+    let src = || match inline_bytes {
+        Some(b) => Source::Bytes(b),
+        None => Source::Walk(Walk::new(dev, qp.pd_id(), 0, sges)),
+    };
+    if let Some(ud) = ud {
+        *byte_len = len32;
+        return datagram(qp, req, w, ud, src(), len32);
+    }
+    if !req.peer_local {
+        // Another host: the RoCEv2 wire path is not there yet.
+        return fail(wc_status::GENERAL_ERR);
+    }
+    let Some(dest) = dev.qp(req.dest_qpn) else {
+        return dropped(req);
+    };
+    *byte_len = len32;
+    match w.opcode {
+        op::SEND | op::SEND_WITH_IMM => {
+            let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
+            deliver(req, &dest, w, 0, imm, len32, |dst| {
+                place(dst.ok_or(Fault::Length)?, &mut src(), len as usize)
+            })
+        }
+        op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
+            let imm = (w.opcode == op::RDMA_WRITE_WITH_IMM).then_some(w.imm_data);
+            let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
+                return fail(wc_status::LOC_QP_OP_ERR);
+            };
+            let remote = one_sge(remote_addr, len, rkey);
+            deliver(req, &dest, w, access::REMOTE_WRITE, imm, len32, |_| {
+                let mut to = Walk::new(dev, dest.pd_id(), access::REMOTE_WRITE, &remote);
+                place(&mut to, &mut src(), len as usize).map_err(|f| match f {
+                    // Out of the remote range, not short of receive buffers.
+                    Fault::Length => Fault::Dest,
+                    f => f,
+                })
+            })
+        }
+        op::RDMA_READ => read(qp, req, &dest, w, sges, len),
+        _ => atomic(qp, req, &dest, w, sges, len),
+    }
+}
+
+/// The responder's side of a SEND or an RDMA WRITE: admits the message into `dest` (taking a
+/// receive WQE if it consumes one: a send, or an immediate), places it with `copy` (given the
+/// receive WQE's SGEs for a send), completes the receive WQE, and fails the request and the
+/// responder as IBTA says when it cannot.
+fn deliver(
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    w: &SendWqe,
+    remote_access: u32,
+    imm: Option<u32>,
+    len: u32,
+    copy: impl FnOnce(Option<&mut Walk<'_, '_>>) -> Result<(), Fault>,
+) -> Result<(), Stop> {
+    let is_send = remote_access == 0;
+    let takes_wqe = is_send || imm.is_some();
+    let mut buf = [0u8; RECV_WQE_MAX];
+    let resp = match qp::admit(
+        dest,
+        req.qpn,
+        req.qp_type,
+        0,
+        remote_access,
+        takes_wqe.then_some(&mut buf),
+    ) {
+        Ok(r) => r,
+        Err(Refusal::Dropped) => return dropped(req),
+        // The responder does not allow this operation: an invalid request.
+        Err(Refusal::Access) => return nak(req, dest, wc_status::REM_INV_REQ_ERR),
+        Err(Refusal::NoWqe) => return no_wqe(req),
+        Err(Refusal::Broken) => return nak(req, dest, wc_status::REM_OP_ERR),
+    };
+    let dev = dest.device();
+    let (wr_id, placed) = match resp.wqe_len {
+        None => (0, copy(None)),
+        Some(wqe_len) => {
+            let hdr: &[u8; abi::RECV_WQE_HEADER] =
+                buf.first_chunk().ok_or(Stop::Status(wc_status::REM_OP_ERR))?;
+            let num = abi::recv_wqe_num_sge(hdr);
+            let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
+            let r = if num > resp.max_sge || end > wqe_len {
+                // A malformed receive WQE: the responder's own error.
+                Err(Fault::Dest)
+            } else if is_send {
+                let sges = &buf[abi::RECV_WQE_HEADER..end];
+                let mut to = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
+                copy(Some(&mut to))
+            } else {
+                copy(None)
+            };
+            (abi::wqe_wr_id(hdr), r)
+        }
+    };
+    // What each side learns (IBTA 9.9, as rxe reports it).
+    let (recv_status, result) = match placed {
+        Ok(()) => (wc_status::SUCCESS, Ok(())),
+        // The receive buffers are too short: the responder's length error, an invalid request
+        // to the requester.
+        Err(Fault::Length) => (wc_status::LOC_LEN_ERR, Err(wc_status::REM_INV_REQ_ERR)),
+        // A receive SGE the responder cannot write to, or a remote range the rkey does not
+        // open to this access.
+        Err(Fault::Dest) if is_send => (wc_status::LOC_PROT_ERR, Err(wc_status::REM_OP_ERR)),
+        Err(Fault::Dest) => (wc_status::WR_FLUSH_ERR, Err(wc_status::REM_ACCESS_ERR)),
+        // The requester's own memory went away under the copy (it deregistered an MR of a
+        // WQE in flight): the message is cut short.
+        Err(Fault::Source) => (wc_status::REM_ABORT_ERR, Err(wc_status::LOC_PROT_ERR)),
+    };
+    if resp.wqe_len.is_some() {
+        let mut cqe = Cqe {
+            wr_id,
+            status: recv_status,
+            opcode: if is_send {
+                wc_opcode::RECV
+            } else {
+                wc_opcode::RECV_RDMA_WITH_IMM
+            },
+            byte_len: len,
+            qp_num: dest.qp_num(),
+            src_qp: req.qpn,
+            port_num: 1,
+            kernel_qp: QpToken::of(dest).to_bits(),
+            solicited: w.send_flags & send_flags::SOLICITED != 0,
+            ..Cqe::default()
+        };
+        if let Some(imm) = imm {
+            cqe.imm_data = imm;
+            cqe.wc_flags |= wc_flags::WITH_IMM;
+        }
+        if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
+            n.deliver(dest.recv_cq());
+        }
+    }
+    match result {
+        Ok(()) => Ok(()),
+        Err(wc_status::LOC_PROT_ERR) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+        Err(status) => {
+            if req.qp_type == QpType::Rc || recv_status != wc_status::SUCCESS {
+                qp::fail(dest);
+            }
+            match req.qp_type {
+                QpType::Rc => Err(Stop::Status(status)),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// Admits a READ or an atomic into `dest`: no receive WQE, only the state and the access.
+fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32) -> Result<(), Stop> {
+    match qp::admit(dest, req.qpn, req.qp_type, 0, need, None) {
+        Ok(_) => Ok(()),
+        Err(Refusal::Dropped) => dropped(req),
+        Err(Refusal::Access) => nak(req, dest, wc_status::REM_INV_REQ_ERR),
+        Err(Refusal::NoWqe | Refusal::Broken) => nak(req, dest, wc_status::REM_OP_ERR),
+    }
+}
+
+/// An RDMA READ: the responder's memory into the requester's SGEs.
+fn read(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    w: &SendWqe,
+    sges: &[u8],
+    len: u64,
+) -> Result<(), Stop> {
+    let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
+        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+    };
+    admit_remote(req, dest, access::REMOTE_READ)?;
+    let dev = dest.device();
+    let remote = one_sge(remote_addr, len, rkey);
+    let from = Walk::new(dev, dest.pd_id(), access::REMOTE_READ, &remote);
+    let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
+    match place(&mut to, &mut Source::Walk(from), len as usize) {
+        Ok(()) => Ok(()),
+        Err(Fault::Source) => nak(req, dest, wc_status::REM_ACCESS_ERR),
+        // Checked before; only an MR deregistered meanwhile gets here.
+        Err(_) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+    }
+}
+
+/// An atomic: compare-and-swap or fetch-and-add on an aligned 8-byte word of the responder's
+/// memory; the original value goes to the requester's SGEs (8 bytes).
+fn atomic(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    w: &SendWqe,
+    sges: &[u8],
+    len: u64,
+) -> Result<(), Stop> {
+    let WqeUnion::Atomic {
+        remote_addr,
+        compare_add,
+        swap,
+        rkey,
+    } = w.wr
+    else {
+        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+    };
+    if len != 8 {
+        return Err(Stop::Status(wc_status::LOC_LEN_ERR));
+    }
+    admit_remote(req, dest, access::REMOTE_ATOMIC)?;
+    if remote_addr % 8 != 0 {
+        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
+    }
+    let dev = dest.device();
+    let Some(range) = find(dev, dest.pd_id(), rkey, remote_addr, 8, access::REMOTE_ATOMIC) else {
+        return nak(req, dest, wc_status::REM_ACCESS_ERR);
+    };
+    let word = match range.mr.data().umem().map(|u| u.atomic_u64(range.offset)) {
+        Some(Ok(word)) => word,
+        // The address is aligned in the MR's iova space but not in memory.
+        _ => return nak(req, dest, wc_status::REM_INV_REQ_ERR),
+    };
+    let orig = if w.opcode == op::ATOMIC_CMP_AND_SWP {
+        word.compare_exchange(compare_add, swap, Ordering::SeqCst, Ordering::SeqCst)
+            .unwrap_or_else(|v| v)
+    } else {
+        word.fetch_add(compare_add, Ordering::SeqCst)
+    };
+    drop(range);
+    let bytes = orig.to_ne_bytes();
+    let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
+    place(&mut to, &mut Source::Bytes(&bytes), 8)
+        .map_err(|_| Stop::Status(wc_status::LOC_PROT_ERR))
+}
+
+/// A UD send (or a datagram from QP1): one packet to the QP `remote_qpn` of the AH's
+/// destination, taken by a receive WQE there if the Q_Key matches and one is posted, dropped
+/// otherwise (nothing tells the requester). The receiver gets the datagram's GRH (its IP
+/// header) in the first 40 bytes, then the payload.
+fn datagram(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    w: &SendWqe,
+    ud: WqeUnion,
+    mut src: Source<'_, '_>,
+    len: u32,
+) -> Result<(), Stop> {
+    let fail = |s| Err(Stop::Status(s));
+    let WqeUnion::Ud {
+        ah_num,
+        remote_qpn,
+        remote_qkey,
+    } = ud
+    else {
+        return fail(wc_status::LOC_QP_OP_ERR);
+    };
+    let dev = qp.device();
+    let Some(to) = ah::dest(&dev.data().ah_dests, ah_num) else {
+        // Not an AH of this device (the provider names AHs by number).
+        return fail(wc_status::LOC_QP_OP_ERR);
+    };
+    // A datagram is one packet.
+    let mtu = dev.netdev(1).map_or(256, |nd| active_mtu(&nd).bytes());
+    if len > mtu {
+        return fail(wc_status::LOC_LEN_ERR);
+    }
+    if !to.local {
+        // Another host: the RoCEv2 wire path is not there yet.
+        return fail(wc_status::GENERAL_ERR);
+    }
+    // A Q_Key with the high bit set means the sender's own (IBTA 10.2.5).
+    let qkey = if remote_qkey & 0x8000_0000 != 0 {
+        req.qkey
+    } else {
+        remote_qkey
+    };
+    let Some(dest) = dev.qp(remote_qpn) else {
+        return Ok(());
+    };
+    let mut buf = [0u8; RECV_WQE_MAX];
+    let resp = match qp::admit(&dest, req.qpn, req.qp_type, qkey, 0, Some(&mut buf)) {
+        Ok(r) => r,
+        // Dropped: wrong Q_Key or state, no receive WQE, a broken ring.
+        Err(_) => return Ok(()),
+    };
+    let Some(wqe_len) = resp.wqe_len else {
+        return Ok(());
+    };
+    let Some(hdr) = buf.first_chunk::<{ abi::RECV_WQE_HEADER }>() else {
+        return Ok(());
+    };
+    let num = abi::recv_wqe_num_sge(hdr);
+    let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
+    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
+    let route = grh::Route {
+        ipv4: to.av.network == Network::Ipv4,
+        sgid: to.av.sgid,
+        dgid: to.av.dgid,
+        traffic_class: to.av.traffic_class,
+        flow_label: to.av.flow_label,
+        hop_limit: to.av.hop_limit,
+    };
+    let header = grh::ud_grh(&route, len, imm.is_some());
+    let placed = if num > resp.max_sge || end > wqe_len {
+        Err(Fault::Dest)
+    } else {
+        let sges = &buf[abi::RECV_WQE_HEADER..end];
+        let mut to_walk = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
+        place(&mut to_walk, &mut Source::Bytes(&header), grh::GRH_LEN)
+            .and_then(|()| place(&mut to_walk, &mut src, len as usize))
+    };
+    let status = match placed {
+        Ok(()) => wc_status::SUCCESS,
+        Err(Fault::Length) => wc_status::LOC_LEN_ERR,
+        Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
+        Err(Fault::Source) => wc_status::REM_ABORT_ERR,
+    };
+    let mut cqe = Cqe {
+        wr_id: abi::wqe_wr_id(hdr),
+        status,
+        opcode: wc_opcode::RECV,
+        byte_len: len + grh::GRH_LEN as u32,
+        qp_num: dest.qp_num(),
+        src_qp: req.qpn,
+        wc_flags: wc_flags::GRH,
+        sl: to.av.sl,
+        port_num: 1,
+        kernel_qp: QpToken::of(&dest).to_bits(),
+        solicited: w.send_flags & send_flags::SOLICITED != 0,
+        ..Cqe::default()
+    };
+    if let Some(imm) = imm {
+        cqe.imm_data = imm;
+        cqe.wc_flags |= wc_flags::WITH_IMM;
+    }
+    if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
+        n.deliver(dest.recv_cq());
+    }
+    match status {
+        wc_status::SUCCESS => Ok(()),
+        // The sender's memory went away under the copy.
+        wc_status::REM_ABORT_ERR => fail(wc_status::LOC_PROT_ERR),
+        // The receiver's own error puts it in error; the sender learns nothing.
+        _ => {
+            qp::fail(&dest);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Data integrity over an RDMA device: two RC QPs connected to each other
+ * move random messages both ways with every opcode (SEND, SEND with
+ * immediate, RDMA WRITE with and without immediate, RDMA READ, compare and
+ * swap, fetch and add, inline SEND and WRITE), random sizes (1 B to 1 MiB),
+ * random offsets and random splits into SGEs on both sides.  Every byte of
+ * every destination is checked, and so are the bytes around it (nothing
+ * else may change).  Then the failures: writes and reads beyond an MR, with
+ * a stale or foreign key, into an MR of another PD or without the access,
+ * must fail with the status IBTA gives and change nothing; a send that
+ * finds no receive waits for one (RNR) and completes once it is posted.
+ *
+ * usage: integrity DEVICE [ITERATIONS [SEED]]   (GID index 1 on both ends)
+ */
+#include <stdbool.h>
+#include <time.h>
+#include <unistd.h>
+#include "verbs-util.h"
+
+#define BUF_SIZE (4u << 20)	/* per side: a source half, a destination half */
+#define HALF (BUF_SIZE / 2)
+#define MAX_MSG (1u << 20)
+#define GUARD 64
+#define MAX_SGE 4
+#define MAX_INLINE 256
+#define FILL 0xa5
+
+struct side {
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct ibv_context *ctx;
+static uint64_t rng;
+
+static uint64_t next_rand(void)
+{
+	/* xorshift64*: reproducible from the seed printed at the start. */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t rand_below(uint32_t n)
+{
+	return n ? next_rand() % n : 0;
+}
+
+static void fill_random(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = next_rand() >> 56;
+}
+
+static const int ACCESS_ALL = IBV_ACCESS_LOCAL_WRITE |
+			      IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_ATOMIC;
+
+static void connect_qp(struct ibv_qp *qp, uint32_t dest, int rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	CHECK(ret == 0, "to INIT: %s", strerror(ret));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid) == 0, "query_gid");
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				    IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER);
+	CHECK(ret == 0, "to RTR: %s", strerror(ret));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.sq_psn = 1;
+	a.max_rd_atomic = 1;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	CHECK(ret == 0, "to RTS: %s", strerror(ret));
+}
+
+static void side_open(struct side *s, struct ibv_pd *pd)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
+			 .max_inline_data = MAX_INLINE },
+	};
+
+	s->pd = pd;
+	s->scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	CHECK(s->scq && s->rcq, "create_cq: %s", strerror(errno));
+	init.send_cq = s->scq;
+	init.recv_cq = s->rcq;
+	s->qp = ibv_create_qp(pd, &init);
+	CHECK(s->qp, "create_qp: %s", strerror(errno));
+	if (!s->buf) {
+		s->buf = aligned_alloc(4096, BUF_SIZE);
+		CHECK(s->buf, "out of memory");
+		s->mr = ibv_reg_mr(pd, s->buf, BUF_SIZE, ACCESS_ALL);
+		CHECK(s->mr, "reg_mr: %s", strerror(errno));
+	}
+}
+
+static void side_close_qp(struct side *s)
+{
+	CHECK(ibv_destroy_qp(s->qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(s->scq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_cq(s->rcq) == 0, "destroy_cq");
+}
+
+static void pair_open(struct side *a, struct side *b, int rnr_retry)
+{
+	side_open(a, a->pd);
+	side_open(b, b->pd);
+	connect_qp(a->qp, b->qp->qp_num, rnr_retry);
+	connect_qp(b->qp, a->qp->qp_num, rnr_retry);
+}
+
+static void pair_close(struct side *a, struct side *b)
+{
+	side_close_qp(a);
+	side_close_qp(b);
+}
+
+/* Waits up to 10 s for one completion on cq. */
+static struct ibv_wc wait_wc(struct ibv_cq *cq, const char *what)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		CHECK(n >= 0, "%s: poll_cq failed", what);
+		if (n == 1)
+			return wc;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < 10, "%s: no completion in 10 s", what);
+	}
+}
+
+/* No completion arrives on cq within ms milliseconds. */
+static void no_wc(struct ibv_cq *cq, int ms, const char *what)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < ms; i++) {
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0,
+		      "%s: unexpected completion (status %s)", what,
+		      ibv_wc_status_str(wc.status));
+		usleep(1000);
+	}
+}
+
+/* Splits [off, off+len) of mr into 1..max SGEs of random lengths. */
+static int split(struct ibv_sge *sge, struct ibv_mr *mr, uint32_t off,
+		 uint32_t len, int max)
+{
+	int n = 1 + rand_below(max), i;
+	uint32_t left = len;
+
+	if ((uint32_t)n > len)
+		n = len ? len : 1;
+	for (i = 0; i < n; i++) {
+		uint32_t l = i == n - 1 ? left : 1 + rand_below(left - (n - 1 - i));
+
+		sge[i].addr = (uintptr_t)mr->addr + off;
+		sge[i].length = l;
+		sge[i].lkey = mr->lkey;
+		off += l;
+		left -= l;
+	}
+	return n;
+}
+
+/* The bytes of buf outside [off, off+len) of its destination half are FILL. */
+static void check_guards(const uint8_t *dst, uint32_t off, uint32_t len,
+			 const char *what)
+{
+	for (uint32_t i = off >= GUARD ? off - GUARD : 0; i < off; i++)
+		CHECK(dst[i] == FILL, "%s: byte %u before the target changed", what, i);
+	for (uint32_t i = off + len; i < off + len + GUARD && i < HALF; i++)
+		CHECK(dst[i] == FILL, "%s: byte %u after the target changed", what, i);
+}
+
+static uint32_t rand_size(void)
+{
+	/* Log-uniform: as many tiny messages as large ones. */
+	uint32_t bits = rand_below(21);
+
+	return 1 + rand_below(bits ? 1u << bits : 2);
+}
+
+enum op { SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FAA, NR_OPS };
+static const char *const op_name[] = {
+	"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
+	"RDMA_READ", "CMP_AND_SWP", "FETCH_AND_ADD",
+};
+
+static void one(struct side *req, struct side *resp, enum op op, int iter)
+{
+	uint8_t *src_buf = req->buf, *dst_buf = resp->buf + HALF;
+	uint32_t len = rand_size(), src_off, dst_off;
+	struct ibv_sge sge[MAX_SGE], rsge[MAX_SGE];
+	struct ibv_send_wr wr = {}, *bad;
+	struct ibv_recv_wr rwr = {}, *rbad;
+	struct ibv_wc wc;
+	bool inline_ = false, recv = false;
+	uint32_t imm = next_rand();
+	char what[96];
+
+	if (op == CAS || op == FAA)
+		len = 8;
+	if ((op == SEND || op == WRITE) && len <= MAX_INLINE && rand_below(2))
+		inline_ = true;
+	src_off = rand_below(HALF - len);
+	dst_off = rand_below(HALF - len);
+	if (op == CAS || op == FAA)
+		dst_off &= ~7u;
+	snprintf(what, sizeof(what), "#%d %s%s %u bytes QP %u -> %u", iter,
+		 op_name[op], inline_ ? " inline" : "", len, req->qp->qp_num,
+		 resp->qp->qp_num);
+
+	if (op == READ) {
+		/* The responder's first half is read into the requester's second. */
+		src_buf = resp->buf;
+		dst_buf = req->buf + HALF;
+	}
+	fill_random(src_buf + src_off, len);
+	memset(dst_buf, FILL, HALF);
+
+	wr.wr_id = iter;
+	wr.send_flags = IBV_SEND_SIGNALED | (inline_ ? IBV_SEND_INLINE : 0);
+	wr.sg_list = sge;
+	switch (op) {
+	case SEND:
+	case SEND_IMM:
+		wr.opcode = op == SEND ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htobe32(imm);
+		wr.num_sge = split(sge, req->mr, src_off, len, MAX_SGE);
+		/* Receive buffers: the message, plus some room, split too. */
+		rwr.wr_id = 1000000 + iter;
+		rwr.sg_list = rsge;
+		rwr.num_sge = split(rsge, resp->mr, HALF + dst_off,
+				    len + rand_below(HALF - len - dst_off), MAX_SGE);
+		recv = true;
+		break;
+	case WRITE:
+	case WRITE_IMM:
+		wr.opcode = op == WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htobe32(imm);
+		wr.num_sge = split(sge, req->mr, src_off, len, MAX_SGE);
+		wr.wr.rdma.remote_addr = (uintptr_t)resp->buf + HALF + dst_off;
+		wr.wr.rdma.rkey = resp->mr->rkey;
+		if (op == WRITE_IMM) {
+			/* Consumes a receive WQE, whose buffers stay untouched. */
+			rwr.wr_id = 1000000 + iter;
+			recv = true;
+		}
+		break;
+	case READ:
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.num_sge = split(sge, req->mr, HALF + dst_off, len, MAX_SGE);
+		wr.wr.rdma.remote_addr = (uintptr_t)resp->buf + src_off;
+		wr.wr.rdma.rkey = resp->mr->rkey;
+		break;
+	case CAS:
+	case FAA: {
+		uint64_t *target = (uint64_t *)(resp->buf + (src_off & ~7u));
+		uint64_t before = next_rand(), arg = next_rand(), swap = next_rand();
+		uint64_t result;
+
+		if (op == CAS && rand_below(2))
+			arg = before;	/* half of the swaps succeed */
+		*target = before;
+		wr.opcode = op == CAS ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+		sge[0].addr = (uintptr_t)req->buf + HALF + dst_off;
+		sge[0].length = 8;
+		sge[0].lkey = req->mr->lkey;
+		wr.num_sge = 1;
+		wr.wr.atomic.remote_addr = (uintptr_t)target;
+		wr.wr.atomic.rkey = resp->mr->rkey;
+		wr.wr.atomic.compare_add = arg;
+		wr.wr.atomic.swap = swap;
+		memset(req->buf + HALF, FILL, HALF);
+		CHECK(ibv_post_send(req->qp, &wr, &bad) == 0, "%s: post_send", what);
+		wc = wait_wc(req->scq, what);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
+		      "%s: status %s", what, ibv_wc_status_str(wc.status));
+		memcpy(&result, req->buf + HALF + dst_off, 8);
+		CHECK(result == before, "%s: returned %#llx, memory held %#llx", what,
+		      (unsigned long long)result, (unsigned long long)before);
+		if (op == FAA)
+			CHECK(*target == before + arg, "%s: memory %#llx after adding",
+			      what, (unsigned long long)*target);
+		else
+			CHECK(*target == (arg == before ? swap : before),
+			      "%s: memory %#llx after compare-and-swap", what,
+			      (unsigned long long)*target);
+		check_guards(req->buf + HALF, dst_off, 8, what);
+		return;
+	}
+	default:
+		abort();
+	}
+	if (recv)
+		CHECK(ibv_post_recv(resp->qp, &rwr, &rbad) == 0, "%s: post_recv", what);
+	CHECK(ibv_post_send(req->qp, &wr, &bad) == 0, "%s: post_send", what);
+	wc = wait_wc(req->scq, what);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
+	      "%s: send status %s wr_id %llu", what, ibv_wc_status_str(wc.status),
+	      (unsigned long long)wc.wr_id);
+	if (recv) {
+		wc = wait_wc(resp->rcq, what);
+		CHECK(wc.status == IBV_WC_SUCCESS, "%s: receive status %s", what,
+		      ibv_wc_status_str(wc.status));
+		CHECK(wc.wr_id == rwr.wr_id && wc.byte_len == len &&
+			      wc.src_qp == req->qp->qp_num &&
+			      wc.qp_num == resp->qp->qp_num,
+		      "%s: receive wr_id %llu byte_len %u src_qp %u qp_num %u", what,
+		      (unsigned long long)wc.wr_id, wc.byte_len, wc.src_qp, wc.qp_num);
+		CHECK(wc.opcode == (op == WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV),
+		      "%s: receive opcode %d", what, wc.opcode);
+		if (op == SEND_IMM || op == WRITE_IMM)
+			CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == imm,
+			      "%s: immediate %#x (flags %#x), sent %#x", what,
+			      be32toh(wc.imm_data), wc.wc_flags, imm);
+		else
+			CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM), "%s: immediate flag", what);
+	}
+	if (memcmp(dst_buf + dst_off, src_buf + src_off, len)) {
+		for (uint32_t i = 0; i < len; i++)
+			CHECK(dst_buf[dst_off + i] == src_buf[src_off + i],
+			      "%s: byte %u of %u differs", what, i, len);
+	}
+	check_guards(dst_buf, dst_off, len, what);
+}
+
+/* A request that must fail with `status` on the requester and change nothing. */
+static void refused(struct side *a, struct side *b, struct ibv_send_wr *wr,
+		    enum ibv_wc_status status, const char *what)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	uint8_t *copy = malloc(BUF_SIZE);
+
+	CHECK(copy, "out of memory");
+	memcpy(copy, b->buf, BUF_SIZE);
+	CHECK(ibv_post_send(a->qp, wr, &bad) == 0, "%s: post_send", what);
+	wc = wait_wc(a->scq, what);
+	CHECK(wc.status == status, "%s: status %s, expected %s", what,
+	      ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
+	CHECK(!memcmp(copy, b->buf, BUF_SIZE), "%s: the responder's memory changed",
+	      what);
+	free(copy);
+}
+
+static void failures(struct side *a, struct side *b, struct ibv_pd *other_pd)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)a->buf, .length = 64,
+			       .lkey = a->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED };
+	uint8_t *other = aligned_alloc(4096, 1 << 16);
+	struct ibv_mr *ro, *foreign;
+	struct {
+		enum ibv_wr_opcode opcode;
+		uint64_t addr;
+		uint32_t rkey, len;
+		enum ibv_wc_status status;
+		const char *what;
+	} cases[8];
+	int n = 0;
+
+	CHECK(other, "out of memory");
+	fill_random(a->buf, 4096);
+	/* Read-only for peers, and an MR of another PD. */
+	ro = ibv_reg_mr(b->pd, other, 1 << 16, IBV_ACCESS_REMOTE_READ);
+	foreign = ibv_reg_mr(other_pd, other, 1 << 16,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(ro && foreign, "reg_mr: %s", strerror(errno));
+
+	uint64_t end = (uintptr_t)b->buf + BUF_SIZE;
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, end - 16, b->mr->rkey, 64,
+		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE across the end of the MR" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)b->buf - 8, b->mr->rkey, 16,
+		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE before the start of the MR" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)b->buf, b->mr->rkey ^ 0x80, 64,
+		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE with a stale key byte" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, ro->rkey, 64,
+		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into a read-only MR" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, foreign->rkey, 64,
+		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into an MR of another PD" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_READ, end - 8, b->mr->rkey, 64,
+		IBV_WC_REM_ACCESS_ERR, "RDMA READ across the end of the MR" };
+
+	for (int i = 0; i < n; i++) {
+		pair_open(a, b, 7);
+		wr.opcode = cases[i].opcode;
+		wr.wr.rdma.remote_addr = cases[i].addr;
+		wr.wr.rdma.rkey = cases[i].rkey;
+		sge.length = cases[i].len;
+		if (wr.opcode == IBV_WR_RDMA_READ)
+			sge.addr = (uintptr_t)a->buf + HALF;
+		else
+			sge.addr = (uintptr_t)a->buf;
+		refused(a, b, &wr, cases[i].status, cases[i].what);
+		pair_close(a, b);
+	}
+
+	/* A bad local key: the requester's own protection error, nothing sent. */
+	pair_open(a, b, 7);
+	sge.addr = (uintptr_t)a->buf;
+	sge.length = 64;
+	sge.lkey = a->mr->lkey ^ 0x80;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)b->buf + HALF;
+	wr.wr.rdma.rkey = b->mr->rkey;
+	refused(a, b, &wr, IBV_WC_LOC_PROT_ERR, "RDMA WRITE from a bad lkey");
+	pair_close(a, b);
+
+	/* A receive buffer too short: length error on the responder. */
+	pair_open(a, b, 7);
+	{
+		struct ibv_sge rs = { .addr = (uintptr_t)b->buf + HALF, .length = 32,
+				      .lkey = b->mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_wc wc;
+
+		sge.lkey = a->mr->lkey;
+		wr.opcode = IBV_WR_SEND;
+		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		memset(b->buf + HALF, FILL, 64);
+		{
+			struct ibv_send_wr *bad;
+
+			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+		}
+		wc = wait_wc(a->scq, "SEND into a short buffer");
+		CHECK(wc.status == IBV_WC_REM_INV_REQ_ERR,
+		      "SEND into a short buffer: requester status %s",
+		      ibv_wc_status_str(wc.status));
+		wc = wait_wc(b->rcq, "SEND into a short buffer");
+		CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 9,
+		      "SEND into a short buffer: responder status %s",
+		      ibv_wc_status_str(wc.status));
+	}
+	pair_close(a, b);
+
+	/* RNR: a send waits for its receive, then completes. */
+	pair_open(a, b, 7);
+	{
+		struct ibv_sge rs = { .addr = (uintptr_t)b->buf + HALF, .length = 64,
+				      .lkey = b->mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 11, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+
+		fill_random(a->buf, 64);
+		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+		no_wc(a->scq, 200, "SEND before its receive");
+		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		wc = wait_wc(a->scq, "SEND after its receive");
+		CHECK(wc.status == IBV_WC_SUCCESS, "SEND after RNR: %s",
+		      ibv_wc_status_str(wc.status));
+		wc = wait_wc(b->rcq, "SEND after its receive");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 &&
+			      !memcmp(b->buf + HALF, a->buf, 64),
+		      "receive after RNR: %s, %u bytes", ibv_wc_status_str(wc.status),
+		      wc.byte_len);
+	}
+	pair_close(a, b);
+
+	/* rnr_retry 0: no receive means RNR_RETRY_EXC_ERR at once. */
+	pair_open(a, b, 0);
+	refused(a, b, &wr, IBV_WC_RNR_RETRY_EXC_ERR, "SEND without a receive, rnr_retry 0");
+	pair_close(a, b);
+
+	ibv_dereg_mr(ro);
+	ibv_dereg_mr(foreign);
+	free(other);
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 2 ? atoi(argv[2]) : 300;
+	struct side a = {}, b = {};
+	struct ibv_pd *pd, *other_pd;
+	int counts[NR_OPS] = {};
+
+	CHECK(argc >= 2, "usage: integrity DEVICE [ITERATIONS [SEED]]");
+	rng = argc > 3 ? strtoull(argv[3], NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
+	rng |= 1;
+	printf("integrity: %s, %d iterations, seed %#llx\n", argv[1], iters,
+	       (unsigned long long)rng);
+	ctx = open_device(argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	other_pd = ibv_alloc_pd(ctx);
+	CHECK(pd && other_pd, "alloc_pd");
+	a.pd = b.pd = pd;
+	pair_open(&a, &b, 7);
+	for (int i = 0; i < iters; i++) {
+		enum op op = rand_below(NR_OPS);
+		bool ab = rand_below(2);
+
+		one(ab ? &a : &b, ab ? &b : &a, op, i);
+		counts[op]++;
+	}
+	pair_close(&a, &b);
+	for (int i = 0; i < NR_OPS; i++)
+		printf("  %-20s %d verified\n", op_name[i], counts[i]);
+	failures(&a, &b, other_pd);
+	printf("integrity: every byte checked, every failure refused\n");
+	return 0;
+}
