@@ -5,6 +5,7 @@
 #include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
@@ -64,5 +65,18 @@ void rust_helper_rdma_newlink_unlock(void)
 void rust_helper_rdma_registry_wait(void)
 {
 	usleep_range(10, 100);
+}
+/*
+ * kernel::rdma::context: the data path executes work in the system call that
+ * rang a doorbell, and yields the CPU between work requests.
+ */
+void rust_helper_rdma_cond_resched(void)
+{
+	cond_resched();
+}
+
+bool rust_helper_rdma_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
 }
 #endif /* CONFIG_INFINIBAND */

@@ -14,6 +14,7 @@
 
 pub mod ah;
 pub mod attr;
+pub mod context;
 pub mod cq;
 pub mod device;
 pub mod driver;

@@ -285,16 +285,20 @@ static noinline int check_ud(struct env *e)
 	/*
 	 * Executed in the post: kernel users' datagrams are not placed yet
 	 * (Documentation/datapath.rst), so it fails as a local QP operation
-	 * error, and the QP is in ERR.
+	 * error, and the UD QP's send queue stops (SQE, IBTA 10.8.3).
 	 */
 	CHECK(ib_poll_cq(e->cq, 1, &wc) == 1 && wc.wr_id == 40 &&
 		      wc.status == IB_WC_LOC_QP_OP_ERR && wc.qp == qp,
 	      "the UD send's completion: wr_id %llu status %d",
 	      (unsigned long long)wc.wr_id, wc.status);
 	CHECK(ib_query_qp(qp, &a, IB_QP_STATE, &init_attr) == 0 &&
-		      a.qp_state == IB_QPS_ERR,
+		      a.qp_state == IB_QPS_SQE,
 	      "UD QP state %d after a failed send", a.qp_state);
-	OK("UD QP: kernel AH, a send in RTS executes in the post (not placed yet: LOC_QP_OP_ERR, ERR)");
+	a.qp_state = IB_QPS_RTS;
+	a.cur_qp_state = IB_QPS_SQE;
+	CHECK(ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_CUR_STATE) == 0,
+	      "UD QP from SQE back to RTS, as ib_mad recovers QP1");
+	OK("UD QP: kernel AH, a send in RTS executes in the post (not placed yet: LOC_QP_OP_ERR, SQE), SQE -> RTS recovers");
 	ib_destroy_qp(qp);
 	rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
 	return 0;

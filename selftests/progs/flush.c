@@ -68,6 +68,7 @@ static void flush_in_order(void)
 	CHECK(cq, "create_cq: %s", strerror(errno));
 	qp = make_qp(cq, 8, 8);
 	to_rts(qp);
+	hold_sends(qp);
 	for (int i = 0; i < 3; i++)
 		CHECK(post_recv_id(qp, mr, 100 + i) == 0, "post_recv");
 	CHECK(post_send_id(qp, mr, 200, IBV_WR_SEND, IBV_SEND_SIGNALED) == 0,

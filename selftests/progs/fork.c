@@ -72,22 +72,27 @@ int main(int argc, char **argv)
 	}
 	printf("children touching the %d rings: SIGSEGV\n", n);
 
-	/* The parent's queues are intact and still work. */
+	/*
+	 * The parent's queues are intact and still work: a send to itself
+	 * lands in the receive posted before the fork, then ERR flushes the
+	 * one posted after.
+	 */
+	CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq after fork");
 	CHECK(post_recv_id(qp, mr, 2) == 0, "post_recv after fork");
 	CHECK(post_send_id(qp, mr, 3, IBV_WR_SEND, IBV_SEND_SIGNALED) == 0,
 	      "post_send after fork");
-	CHECK(ibv_poll_cq(cq, 4, wc) == 0, "a completion before the flush");
-	CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq after fork");
-	modify_state(qp, IBV_QPS_ERR);
 	CHECK(readable(ch->fd, 2000), "the armed CQ did not signal its channel");
 	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq, "get_cq_event");
 	ibv_ack_cq_events(cq, 1);
+	modify_state(qp, IBV_QPS_ERR);
 	n = ibv_poll_cq(cq, 4, wc);
-	CHECK(n == 3 && wc[0].wr_id == 3 && wc[1].wr_id == 1 && wc[2].wr_id == 2 &&
-		      wc[0].status == IBV_WC_WR_FLUSH_ERR,
-	      "after fork, the flush gave %d completions (first wr_id %llu), expected 3, 1, 2",
-	      n, (unsigned long long)wc[0].wr_id);
-	printf("parent after fork: post, arm, flush and poll work\n");
+	CHECK(n == 3 && wc[0].wr_id == 1 && wc[0].status == IBV_WC_SUCCESS &&
+		      wc[0].opcode == IBV_WC_RECV && wc[1].wr_id == 3 &&
+		      wc[1].status == IBV_WC_SUCCESS && wc[2].wr_id == 2 &&
+		      wc[2].status == IBV_WC_WR_FLUSH_ERR,
+	      "after fork: %d completions (first wr_id %llu status %d), expected receive 1 and send 3 done, receive 2 flushed",
+	      n, (unsigned long long)wc[0].wr_id, wc[0].status);
+	printf("parent after fork: post, arm, send, receive, flush and poll work\n");
 
 	CHECK(!ibv_destroy_qp(qp) && !ibv_destroy_cq(cq), "destroy QP, CQ");
 	CHECK(!ibv_destroy_comp_channel(ch) && !ibv_dereg_mr(mr) && !ibv_dealloc_pd(pd),

@@ -122,8 +122,9 @@ static void rc_states_and_caps(void)
 	send_refused(qp, wr, wr, "post_send of a chain in RESET");
 	recv_refused(qp, NULL, &rwr, "post_recv in RESET");
 	to_rts(qp);
+	hold_sends(qp);
 
-	/* RTS: work requests beyond the caps or not for an RC QP. */
+	/* SQD, as RTS: work requests beyond the caps or not for an RC QP. */
 	wr[0].next = NULL;
 	wr[0].num_sge = cap.max_send_sge + 1;
 	send_refused(qp, wr, wr, "num_sge > max_send_sge");
@@ -167,7 +168,10 @@ static void rc_states_and_caps(void)
 	CHECK(ibv_post_recv(qp, &rwr, &rbad) == 0,
 	      "post_recv of max_recv_sge SGEs");
 
-	/* The QP took only the chain's first send and the last receive. */
+	/*
+	 * The QP took only the chain's first send and the last receive (the
+	 * send waits in SQD, where it does not execute).
+	 */
 	modify_state(qp, IBV_QPS_ERR);
 	expect_flushes(cq, flushed, 2, "RC QP in RESET and RTS");
 	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
@@ -234,6 +238,7 @@ static void ud_opcodes(void)
 	CHECK(ah, "create_ah: %s", strerror(errno));
 
 	ud_to_rts(qp, 0x11111111);
+	hold_sends(qp);
 
 	wr = (struct ibv_send_wr){ .wr_id = 1, .sg_list = sges, .num_sge = 1,
 				   .opcode = IBV_WR_RDMA_WRITE };

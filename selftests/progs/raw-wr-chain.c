@@ -157,13 +157,15 @@ static void rc_chains(void)
 	CHECK(cq, "create_cq: %s", strerror(errno));
 	qp = make_qp(cq, IBV_QPT_RC);
 	to_rts(qp);
+	/* Sends wait in SQD, for the flush below. */
+	hold_sends(qp);
 	/* Work posted the right way, through the rings. */
 	CHECK(post_send_id(qp, mr, 1, IBV_WR_SEND, IBV_SEND_SIGNALED) == 0, "post_send");
 	CHECK(post_recv_id(qp, mr, 2) == 0, "post_recv");
 
-	refused(raw_post_send(qp, 0, &bad), &bad, "RC QP in RTS: raw POST_SEND of 3 (inline SEND, RDMA WRITE, SEND)");
-	refused(raw_post_recv(qp, NULL, &bad), &bad, "RC QP in RTS: raw POST_RECV of 2");
-	expect_empty(cq, "RC QP in RTS");
+	refused(raw_post_send(qp, 0, &bad), &bad, "RC QP in SQD: raw POST_SEND of 3 (inline SEND, RDMA WRITE, SEND)");
+	refused(raw_post_recv(qp, NULL, &bad), &bad, "RC QP in SQD: raw POST_RECV of 2");
+	expect_empty(cq, "RC QP in SQD");
 
 	modify_state(qp, IBV_QPS_ERR);
 	expect_flushed(cq, 1, IBV_WC_SEND);

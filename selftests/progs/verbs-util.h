@@ -131,6 +131,15 @@ static inline void to_rts(struct ibv_qp *qp)
 	CHECK(ret == 0, "to RTS: %s", strerror(ret));
 }
 
+/*
+ * RTS -> SQD: the send queue takes work without starting it (sends execute
+ * in the doorbell in RTS), so tests of what ERR flushes park work here.
+ */
+static inline void hold_sends(struct ibv_qp *qp)
+{
+	modify_state(qp, IBV_QPS_SQD);
+}
+
 /* RESET -> INIT for a UD QP, with its Q_Key. */
 static inline void ud_to_init(struct ibv_qp *qp, uint32_t qkey)
 {

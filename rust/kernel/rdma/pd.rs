@@ -23,6 +23,11 @@ impl<T: Driver> Pd<T> {
         // SAFETY: `uobject` is set by ib_core before the driver sees the PD and never changes.
         !unsafe { (*self.as_raw()).uobject }.is_null()
     }
+
+    /// An identity of the PD, equal to the `pd_id` of its QPs and MRs.
+    pub fn id(&self) -> usize {
+        self.as_raw() as usize
+    }
 }
 
 impl<T: Driver> Adapter<T> {

@@ -29,6 +29,8 @@ pub(crate) struct AhData {
 pub(crate) struct Dest {
     pub(crate) av: AddressVector,
     pub(crate) local: bool,
+    /// The AH's PD (`Pd::id`): only QPs of the same PD send through it.
+    pub(crate) pd: usize,
 }
 
 /// The device's destinations by AH number.
@@ -84,6 +86,7 @@ pub(crate) fn create(
     let dest = Dest {
         av: *av,
         local: dev.gid_is_local(1, &av.dgid),
+        pd: pd.id(),
     };
     let entry = DestEntry::insert(&dev.data().ah_dests, num.get(), dest)?;
     Ok(AhData { _dest: entry, num })

@@ -230,6 +230,10 @@ impl rdma::Driver for Ferroce {
         qp::query(q)
     }
 
+    fn destroy_qp(q: &Qp<Self>) {
+        qp::destroy(q)
+    }
+
     fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
         qp::sq_doorbell(q)
     }

@@ -23,7 +23,6 @@ use crate::{
         self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, RingSge,
         SendWqe, WqeUnion,
     },
-    cq,
     ah,
     device::{active_mtu, Ferroce},
     grh, limits,
@@ -40,6 +39,8 @@ pub(crate) struct Requester {
     pub(crate) sig_all: bool,
     pub(crate) rnr_retry: u8,
     pub(crate) qkey: u32,
+    /// The executor runs where sleeping is allowed: long copies yield the CPU.
+    pub(crate) may_sleep: bool,
 }
 
 /// What became of a WQE.
@@ -163,10 +164,23 @@ enum Source<'a, 's> {
     Bytes(&'s [u8]),
 }
 
-/// Copies `len` bytes from `src` to `dst`.
-fn place(dst: &mut Walk<'_, '_>, src: &mut Source<'_, '_>, len: usize) -> Result<(), Fault> {
+/// Bytes copied between chances to yield the CPU.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Copies `len` bytes from `src` to `dst`; yields the CPU every megabyte if it `may_sleep`.
+fn place(
+    dst: &mut Walk<'_, '_>,
+    src: &mut Source<'_, '_>,
+    len: usize,
+    may_sleep: bool,
+) -> Result<(), Fault> {
     let mut done = 0;
+    let mut since_yield = 0;
     while done < len {
+        if may_sleep && since_yield >= COPY_CHUNK {
+            kernel::rdma::context::cond_resched();
+            since_yield = 0;
+        }
         if !dst.settle().map_err(|()| Fault::Dest)? {
             return Err(Fault::Length);
         }
@@ -197,6 +211,7 @@ fn place(dst: &mut Walk<'_, '_>, src: &mut Source<'_, '_>, len: usize) -> Result
         };
         dst.used += n;
         done += n;
+        since_yield += n;
     }
     Ok(())
 }
@@ -261,7 +276,7 @@ fn dropped(req: &Requester) -> Result<(), Stop> {
 fn nak(req: &Requester, dest: &Qp<Ferroce>, status: u32) -> Result<(), Stop> {
     match req.qp_type {
         QpType::Rc => {
-            qp::fail(dest);
+            qp::fail(dest, req.may_sleep);
             Err(Stop::Status(status))
         }
         _ => Ok(()),
@@ -350,7 +365,7 @@ fn run(
         op::SEND | op::SEND_WITH_IMM => {
             let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
             deliver(req, &dest, w, 0, imm, len32, |dst| {
-                place(dst.ok_or(Fault::Length)?, &mut src(), len as usize)
+                place(dst.ok_or(Fault::Length)?, &mut src(), len as usize, req.may_sleep)
             })
         }
         op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
@@ -359,9 +374,20 @@ fn run(
                 return fail(wc_status::LOC_QP_OP_ERR);
             };
             let remote = one_sge(remote_addr, len, rkey);
+            if imm.is_some() {
+                // The rkey is checked before a receive WQE is taken for the immediate: a
+                // write the responder refuses consumes none.
+                admit_remote(req, &dest, access::REMOTE_WRITE)?;
+                if len > 0
+                    && find(dev, dest.pd_id(), rkey, remote_addr, len as usize, access::REMOTE_WRITE)
+                        .is_none()
+                {
+                    return nak(req, &dest, wc_status::REM_ACCESS_ERR);
+                }
+            }
             deliver(req, &dest, w, access::REMOTE_WRITE, imm, len32, |_| {
                 let mut to = Walk::new(dev, dest.pd_id(), access::REMOTE_WRITE, &remote);
-                place(&mut to, &mut src(), len as usize).map_err(|f| match f {
+                place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
                     // Out of the remote range, not short of receive buffers.
                     Fault::Length => Fault::Dest,
                     f => f,
@@ -393,7 +419,6 @@ fn deliver(
         dest,
         req.qpn,
         req.qp_type,
-        0,
         remote_access,
         takes_wqe.then_some(&mut buf),
     ) {
@@ -439,6 +464,11 @@ fn deliver(
         // WQE in flight): the message is cut short.
         Err(Fault::Source) => (wc_status::REM_ABORT_ERR, Err(wc_status::LOC_PROT_ERR)),
     };
+    // RC puts the responder in error where it NAKs (but not for the requester's own fault);
+    // UC drops the message and goes on.
+    let fail_dest = req.qp_type == QpType::Rc
+        && result.is_err()
+        && !matches!(placed, Err(Fault::Source));
     if resp.wqe_len.is_some() {
         let mut cqe = Cqe {
             wr_id,
@@ -460,28 +490,25 @@ fn deliver(
             cqe.imm_data = imm;
             cqe.wc_flags |= wc_flags::WITH_IMM;
         }
-        if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
-            n.deliver(dest.recv_cq());
-        }
+        qp::complete_recv(dest, &cqe, resp.resets, fail_dest, req.may_sleep);
+    } else if fail_dest {
+        qp::fail(dest, req.may_sleep);
     }
-    match result {
-        Ok(()) => Ok(()),
-        Err(wc_status::LOC_PROT_ERR) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
-        Err(status) => {
-            if req.qp_type == QpType::Rc || recv_status != wc_status::SUCCESS {
-                qp::fail(dest);
-            }
-            match req.qp_type {
-                QpType::Rc => Err(Stop::Status(status)),
-                _ => Ok(()),
-            }
-        }
+    match (result, req.qp_type) {
+        (Ok(()), _) => Ok(()),
+        (Err(wc_status::LOC_PROT_ERR), _) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+        (Err(status), QpType::Rc) => Err(Stop::Status(status)),
+        (Err(_), _) => Ok(()),
     }
 }
 
 /// Admits a READ or an atomic into `dest`: no receive WQE, only the state and the access.
 fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32) -> Result<(), Stop> {
-    match qp::admit(dest, req.qpn, req.qp_type, 0, need, None) {
+    match qp::admit(dest, req.qpn, req.qp_type, need, None) {
+        // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
+        Ok(r) if need != access::REMOTE_WRITE && r.max_dest_rd_atomic == 0 => {
+            nak(req, dest, wc_status::REM_INV_REQ_ERR)
+        }
         Ok(_) => Ok(()),
         Err(Refusal::Dropped) => dropped(req),
         Err(Refusal::Access) => nak(req, dest, wc_status::REM_INV_REQ_ERR),
@@ -506,7 +533,7 @@ fn read(
     let remote = one_sge(remote_addr, len, rkey);
     let from = Walk::new(dev, dest.pd_id(), access::REMOTE_READ, &remote);
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
-    match place(&mut to, &mut Source::Walk(from), len as usize) {
+    match place(&mut to, &mut Source::Walk(from), len as usize, req.may_sleep) {
         Ok(()) => Ok(()),
         Err(Fault::Source) => nak(req, dest, wc_status::REM_ACCESS_ERR),
         // Checked before; only an MR deregistered meanwhile gets here.
@@ -558,14 +585,15 @@ fn atomic(
     drop(range);
     let bytes = orig.to_ne_bytes();
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
-    place(&mut to, &mut Source::Bytes(&bytes), 8)
+    place(&mut to, &mut Source::Bytes(&bytes), 8, false)
         .map_err(|_| Stop::Status(wc_status::LOC_PROT_ERR))
 }
 
 /// A UD send (or a datagram from QP1): one packet to the QP `remote_qpn` of the AH's
 /// destination, taken by a receive WQE there if the Q_Key matches and one is posted, dropped
 /// otherwise (nothing tells the requester). The receiver gets the datagram's GRH (its IP
-/// header) in the first 40 bytes, then the payload.
+/// header) in the first 40 bytes, then the payload; a receive WQE too short, or unusable,
+/// completes in error, and the receiver goes on (UD has no connection to break).
 fn datagram(
     qp: &Qp<Ferroce>,
     req: &Requester,
@@ -584,8 +612,8 @@ fn datagram(
         return fail(wc_status::LOC_QP_OP_ERR);
     };
     let dev = qp.device();
-    let Some(to) = ah::dest(&dev.data().ah_dests, ah_num) else {
-        // Not an AH of this device (the provider names AHs by number).
+    let Some(to) = ah::dest(&dev.data().ah_dests, ah_num).filter(|d| d.pd == qp.pd_id()) else {
+        // Not an AH of this QP's PD (the provider names AHs by number).
         return fail(wc_status::LOC_QP_OP_ERR);
     };
     // A datagram is one packet.
@@ -606,20 +634,6 @@ fn datagram(
     let Some(dest) = dev.qp(remote_qpn) else {
         return Ok(());
     };
-    let mut buf = [0u8; RECV_WQE_MAX];
-    let resp = match qp::admit(&dest, req.qpn, req.qp_type, qkey, 0, Some(&mut buf)) {
-        Ok(r) => r,
-        // Dropped: wrong Q_Key or state, no receive WQE, a broken ring.
-        Err(_) => return Ok(()),
-    };
-    let Some(wqe_len) = resp.wqe_len else {
-        return Ok(());
-    };
-    let Some(hdr) = buf.first_chunk::<{ abi::RECV_WQE_HEADER }>() else {
-        return Ok(());
-    };
-    let num = abi::recv_wqe_num_sge(hdr);
-    let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
     let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
     let route = grh::Route {
         ipv4: to.av.network == Network::Ipv4,
@@ -630,49 +644,64 @@ fn datagram(
         hop_limit: to.av.hop_limit,
     };
     let header = grh::ud_grh(&route, len, imm.is_some());
-    let placed = if num > resp.max_sge || end > wqe_len {
-        Err(Fault::Dest)
-    } else {
-        let sges = &buf[abi::RECV_WQE_HEADER..end];
-        let mut to_walk = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
-        place(&mut to_walk, &mut Source::Bytes(&header), grh::GRH_LEN)
-            .and_then(|()| place(&mut to_walk, &mut src, len as usize))
-    };
-    let status = match placed {
-        Ok(()) => wc_status::SUCCESS,
-        Err(Fault::Length) => wc_status::LOC_LEN_ERR,
-        Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
-        Err(Fault::Source) => wc_status::REM_ABORT_ERR,
-    };
-    let mut cqe = Cqe {
-        wr_id: abi::wqe_wr_id(hdr),
-        status,
-        opcode: wc_opcode::RECV,
-        byte_len: len + grh::GRH_LEN as u32,
-        qp_num: dest.qp_num(),
-        src_qp: req.qpn,
-        wc_flags: wc_flags::GRH,
-        sl: to.av.sl,
-        port_num: 1,
-        kernel_qp: QpToken::of(&dest).to_bits(),
-        solicited: w.send_flags & send_flags::SOLICITED != 0,
-        ..Cqe::default()
-    };
-    if let Some(imm) = imm {
-        cqe.imm_data = imm;
-        cqe.wc_flags |= wc_flags::WITH_IMM;
-    }
-    if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
-        n.deliver(dest.recv_cq());
-    }
-    match status {
-        wc_status::SUCCESS => Ok(()),
-        // The sender's memory went away under the copy.
-        wc_status::REM_ABORT_ERR => fail(wc_status::LOC_PROT_ERR),
-        // The receiver's own error puts it in error; the sender learns nothing.
-        _ => {
-            qp::fail(&dest);
-            Ok(())
+    let mut aborted = false;
+    let mut buf = [0u8; RECV_WQE_MAX];
+    // Placed under the receiver's lock (a datagram is at most 4 KiB), so that datagrams from
+    // many senders complete in the order of the receive WQEs.
+    let place_into = |wqe: &[u8], max_sge: u32| {
+        let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
+        let num = hdr.map_or(0, abi::recv_wqe_num_sge);
+        let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
+        let placed = match wqe.get(abi::RECV_WQE_HEADER..end) {
+            Some(sges) if hdr.is_some() && num <= max_sge => {
+                let mut walk = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
+                place(&mut walk, &mut Source::Bytes(&header), grh::GRH_LEN, false)
+                    .and_then(|()| place(&mut walk, &mut src, len as usize, false))
+            }
+            // A malformed receive WQE.
+            _ => Err(Fault::Dest),
+        };
+        let status = match placed {
+            Ok(()) => wc_status::SUCCESS,
+            Err(Fault::Length) => wc_status::LOC_LEN_ERR,
+            Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
+            Err(Fault::Source) => {
+                aborted = true;
+                wc_status::REM_ABORT_ERR
+            }
+        };
+        let mut cqe = Cqe {
+            wr_id: hdr.map_or(0, abi::wqe_wr_id),
+            status,
+            opcode: wc_opcode::RECV,
+            byte_len: len + grh::GRH_LEN as u32,
+            qp_num: dest.qp_num(),
+            src_qp: req.qpn,
+            wc_flags: wc_flags::GRH,
+            sl: to.av.sl,
+            port_num: 1,
+            kernel_qp: QpToken::of(&dest).to_bits(),
+            solicited: w.send_flags & send_flags::SOLICITED != 0,
+            ..Cqe::default()
+        };
+        if let Some(imm) = imm {
+            cqe.imm_data = imm;
+            cqe.wc_flags |= wc_flags::WITH_IMM;
         }
+        cqe
+    };
+    qp::receive_datagram(
+        &dest,
+        req.qpn,
+        req.qp_type,
+        qkey,
+        &mut buf,
+        place_into,
+        req.may_sleep,
+    );
+    if aborted {
+        // The sender's memory went away under the copy.
+        return fail(wc_status::LOC_PROT_ERR);
     }
+    Ok(())
 }

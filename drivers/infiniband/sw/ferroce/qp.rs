@@ -48,6 +48,42 @@ struct QpShared {
     resets: u32,
     /// The QP whose send queue waits for this QP's receive queue.
     rnr_waiter: Option<u32>,
+    /// A requester is placing a message into the receive WQE it took from this QP's RQ; it
+    /// completes it (`complete_recv`), and flushes the RQ after it if the QP entered ERR
+    /// meanwhile, so that receive completions stay in order.
+    receiving: bool,
+}
+
+/// What is left to do once a QP's lock is dropped: tell its CQs, report events, kick the QP
+/// waiting for its receive queue, restart its send queue.
+#[derive(Default)]
+#[must_use]
+struct After {
+    notices: Notices,
+    last_wqe: bool,
+    sq_drained: bool,
+    waiter: Option<u32>,
+    restart: bool,
+}
+
+impl After {
+    /// Does it; `may_sleep` if the caller is in process context with no lock held.
+    fn run(self, qp: &Qp<Ferroce>, may_sleep: bool) {
+        self.notices.deliver(qp);
+        if self.last_wqe {
+            // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
+            qp.dispatch_event(QpEvent::LastWqeReached);
+        }
+        if self.sq_drained {
+            qp.dispatch_event(QpEvent::SqDrained);
+        }
+        if let Some(waiter) = self.waiter.and_then(|n| qp.device().qp(n)) {
+            kick(&waiter, may_sleep);
+        }
+        if self.restart {
+            start_sq(qp, may_sleep);
+        }
+    }
 }
 
 /// What the QP's CQs are to be told once the QP lock is dropped.
@@ -66,26 +102,33 @@ impl Notices {
 }
 
 impl QpShared {
-    /// Moves the QP to ERR from the data path (modify does the same for `IB_QPS_ERR`): posted
-    /// receive work completes flushed, and so does send work unless an executor is running,
-    /// which flushes it. Returns whether the owner is to get `IB_EVENT_QP_LAST_WQE_REACHED`.
-    fn enter_error(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> bool {
+    /// Moves the QP to ERR (from modify or the data path) unless it is there: posted receive
+    /// work completes flushed, and so does send work unless an executor is running, which
+    /// flushes it; a QP waiting for this one's receives is to be kicked (and fail).
+    fn enter_error(&mut self, qp: &Qp<Ferroce>, after: &mut After) {
         if self.attr.qp_state == QpState::Err {
-            return false;
+            return;
         }
         self.attr.qp_state = QpState::Err;
         self.attr.cur_qp_state = QpState::Err;
-        // As in `modify`: NEED_WAKEUP before the producer index is read, a full barrier
-        // between (the provider stores the index, then reads the flag).
+        // Everything posted completes with a flush error, and so does everything posted from
+        // now on: the RQ needs its doorbell for that. The flag is set before the RQ's
+        // producer index is read (in `flush_rq`), with a full barrier between, as the
+        // provider stores the index before it reads the flag: a receive posted meanwhile is
+        // either flushed here or rung for. (A corrupt ring flushes nothing; the QP is in
+        // error all the same.)
         if let Some(rq) = &self.rq {
             let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
         }
         smp_mb();
         if !self.sending {
-            let _ = self.flush_sq(qp, notices);
+            let _ = self.flush_sq(qp, &mut after.notices);
         }
-        let _ = self.flush_rq(qp, notices);
-        qp.srq().is_some()
+        if !self.receiving {
+            let _ = self.flush_rq(qp, &mut after.notices);
+        }
+        after.last_wqe = qp.srq().is_some();
+        after.waiter = self.rnr_waiter.take();
     }
 
     /// Completes every posted send WQE with a flush error (the QP is in ERR).
@@ -264,6 +307,7 @@ pub(crate) fn create(
                 kicks: 0,
                 resets: 0,
                 rnr_waiter: None,
+                receiving: false,
             },
             "ferroce:qp"
         ),
@@ -388,39 +432,25 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if let Some(local) = peer_local {
         st.peer_local = local;
     }
-    let (mut last_wqe, mut sq_drained) = (false, false);
-    let mut notices = Notices::default();
+    let mut after = After::default();
     if next != cur {
         match next {
             QpState::Err => {
-                // Everything posted completes with a flush error, and so does everything
-                // posted from now on: the RQ needs its doorbell for that. The flag is set before
-                // the RQ's producer index is read (in `flush_rq`), with a full barrier between,
-                // as the provider stores the index before it reads the flag: a receive posted
-                // meanwhile is either flushed here or rung for. (A corrupt flags word is the
-                // owner's problem; the QP is in error all the same.)
-                if let Some(rq) = &st.rq {
-                    let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
-                }
-                smp_mb();
-                // A corrupted ring flushes nothing; the QP is in error all the same. A running
-                // executor flushes the send queue itself, after the WQE it executes.
-                if !st.sending {
-                    let _ = st.flush_sq(qp, &mut notices);
-                }
-                let _ = st.flush_rq(qp, &mut notices);
-                last_wqe = qp.srq().is_some();
+                // Entered as the data path enters it; `enter_error` sees the old state.
+                st.attr.qp_state = cur;
+                st.enter_error(qp, &mut after);
             }
             QpState::Reset => {
                 // Back to empty queues: posted work is dropped without completions, the WQE a
-                // running executor holds included (it sees `resets` change).
+                // running executor holds included (it sees `resets` change), and so is a
+                // receive being placed. A waiting requester is let go (to fail).
                 st.resets = st.resets.wrapping_add(1);
                 st.rnr_wait = false;
-                st.rnr_waiter = None;
+                after.waiter = st.rnr_waiter.take();
                 let _ = st.sq.discard();
                 if let Some(rq) = &mut st.rq {
                     let _ = rq.discard();
-                    rq.set_flag(abi::QUEUE_NEED_WAKEUP, false)?;
+                    let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
                 }
             }
             QpState::Sqd => {
@@ -428,21 +458,27 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                 // placement completes each message in the call that starts it, so that is at
                 // once (a WQE an executor is placing right now completes before the event
                 // is of use to anybody: the owner must still poll for it).
-                sq_drained = st.attr.en_sqd_async_notify != 0;
+                after.sq_drained = st.attr.en_sqd_async_notify != 0;
             }
+            // Back from SQD or SQE: work posted meanwhile runs now.
+            QpState::Rts => after.restart = true,
             _ => {}
         }
     }
     drop(st);
-    notices.deliver(qp);
-    if last_wqe {
-        // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
-        qp.dispatch_event(QpEvent::LastWqeReached);
-    }
-    if sq_drained {
-        qp.dispatch_event(QpEvent::SqDrained);
-    }
+    after.run(qp, qp.is_user());
     Ok(())
+}
+
+/// The driver's part of destroying a QP (it is unpublished already): a QP waiting for this
+/// one's receives is let go (to fail).
+pub(crate) fn destroy(qp: &Qp<Ferroce>) {
+    let waiter = qp.data().state.lock().rnr_waiter.take();
+    After {
+        waiter,
+        ..After::default()
+    }
+    .run(qp, qp.is_user());
 }
 
 pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
@@ -470,7 +506,8 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
             if !st.sending {
                 st.sending = true;
                 drop(st);
-                run_sq(qp);
+                // A user's doorbell is a system call of the QP's owner: its own time.
+                run_sq(qp, qp.is_user(), usize::MAX);
                 return Ok(());
             }
             Ok(())
@@ -488,34 +525,33 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
 /// (flush it), or a sender waits for a receive WQE (kick it). In other states there is
 /// nothing to do but check the ring.
 pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
-    let mut notices = Notices::default();
+    let mut after = After::default();
     let mut st = qp.data().state.lock();
     let r = match (&st.rq, st.attr.qp_state) {
         (None, _) => Err(EINVAL),
-        (Some(_), QpState::Err) => st.flush_rq(qp, &mut notices),
+        (Some(_), QpState::Err) if !st.receiving => st.flush_rq(qp, &mut after.notices),
         (Some(rq), _) => rq.pending().map(|_| ()),
     };
-    let waiter = if st.attr.qp_state == QpState::Err {
-        None
-    } else {
-        st.rnr_waiter.take()
-    };
-    if waiter.is_some() {
+    if st.attr.qp_state != QpState::Err {
+        after.waiter = st.rnr_waiter.take();
         if let Some(rq) = &st.rq {
             // The waiter retries now; if it runs dry again, it asks again.
             let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
         }
     }
     drop(st);
-    notices.deliver(qp);
-    if let Some(waiter) = waiter.and_then(|n| qp.device().qp(n)) {
-        kick(&waiter);
-    }
+    after.run(qp, qp.is_user());
     r
 }
 
-/// A receive the QP's send queue waited for was posted: retry its sends now.
-pub(crate) fn kick(qp: &Qp<Ferroce>) {
+/// The most WQEs a kick executes for the QP it kicks: the kicker's system call is not the
+/// kicked QP's owner's, so it lends only a bounded amount of its time. Work beyond it runs at
+/// the owner's next doorbell, or at the next kick.
+const KICK_BUDGET: usize = 16;
+
+/// A receive the QP's send queue waited for was posted (or the destination failed): retry its
+/// sends now.
+fn kick(qp: &Qp<Ferroce>, may_sleep: bool) {
     let mut st = qp.data().state.lock();
     st.kicks = st.kicks.wrapping_add(1);
     st.rnr_wait = false;
@@ -524,7 +560,18 @@ pub(crate) fn kick(qp: &Qp<Ferroce>) {
     }
     st.sending = true;
     drop(st);
-    run_sq(qp);
+    run_sq(qp, may_sleep, KICK_BUDGET);
+}
+
+/// Starts executing the send queue if work waits and nobody executes it (a move back to RTS).
+fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let mut st = qp.data().state.lock();
+    if st.sending || st.attr.qp_state != QpState::Rts || st.sq.pending().unwrap_or(0) == 0 {
+        return;
+    }
+    st.sending = true;
+    drop(st);
+    run_sq(qp, may_sleep, usize::MAX);
 }
 
 /// The largest part of a send WQE the executor reads: the header, then up to 32 SGEs or 512
@@ -533,22 +580,25 @@ pub(crate) const SEND_WQE_MAX: usize = abi::SEND_WQE_HEADER + WQE_BODY;
 /// The largest part of a receive WQE the data path reads.
 pub(crate) const RECV_WQE_MAX: usize = abi::RECV_WQE_HEADER + WQE_BODY;
 
-/// Executes the send queue's work in the caller's context until the queue is empty, the QP
-/// leaves RTS, or the destination has no receive WQE for it (RNR). The caller set `sending`;
-/// this clears it. No lock is held while a WQE executes.
-fn run_sq(qp: &Qp<Ferroce>) {
+/// Executes up to `budget` WQEs of the send queue in the caller's context, until the queue
+/// is empty, the QP leaves RTS, or the destination has no receive WQE for it (RNR). The
+/// caller set `sending`; this clears it. No lock is held while a WQE executes; completions
+/// are delivered after each. Where it `may_sleep`, it yields the CPU between WQEs and stops
+/// if the caller was killed.
+fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, mut budget: usize) {
     let data = qp.data();
-    let mut notices = Notices::default();
     let mut wqe = [0u8; SEND_WQE_MAX];
-    let mut last_wqe = false;
     loop {
+        let mut after = After::default();
         let mut st = data.state.lock();
         let state = st.attr.qp_state;
         if matches!(state, QpState::Err | QpState::Sqe) {
             // Whatever is left completes flushed; from now on doorbells flush.
-            let _ = st.flush_sq(qp, &mut notices);
+            let _ = st.flush_sq(qp, &mut after.notices);
             st.sending = false;
-            break;
+            drop(st);
+            after.run(qp, may_sleep);
+            return;
         }
         let pending = if state == QpState::Rts {
             st.sq.pending().unwrap_or(0)
@@ -556,10 +606,12 @@ fn run_sq(qp: &Qp<Ferroce>) {
             0
         };
         let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
-        if pending == 0 || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
+        let stop = budget == 0 || (may_sleep && kernel::rdma::context::fatal_signal_pending());
+        if pending == 0 || stop || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
             st.sending = false;
-            break;
+            return;
         }
+        budget -= 1;
         let req = placement::Requester {
             qpn: qp.qp_num(),
             qp_type: data.init.qp_type,
@@ -569,15 +621,16 @@ fn run_sq(qp: &Qp<Ferroce>) {
             sig_all: data.init.sq_sig_all,
             rnr_retry: st.attr.rnr_retry,
             qkey: st.attr.qkey,
+            may_sleep,
         };
         let (resets, kicks) = (st.resets, st.kicks);
         drop(st);
         let outcome = placement::execute(qp, &req, &wqe[..len]);
         let mut st = data.state.lock();
         if st.resets != resets {
-            // Reset meanwhile: the WQE is gone, and with it its completion.
-            st.sending = false;
-            break;
+            // Reset meanwhile: the WQE is gone, and with it its completion. The queue may
+            // have new work already (its doorbell found us busy): look again.
+            continue;
         }
         match outcome {
             placement::Outcome::Rnr => {
@@ -594,19 +647,29 @@ fn run_sq(qp: &Qp<Ferroce>) {
                         ..cqe
                     };
                     if let Ok(n) = cq::post(qp.send_cq(), &cqe) {
-                        notices.send = notices.send.or(n);
+                        after.notices.send = n;
                     }
                 }
                 if cqe.status != abi::wc_status::SUCCESS {
-                    // A failed WQE puts the QP in error (IBTA 10.8.3); the rest flushes.
-                    last_wqe |= st.enter_error(qp, &mut notices);
+                    if data.init.qp_type == QpType::Rc {
+                        // A failed RC WQE puts the QP in error (IBTA 10.8.3.1); the rest
+                        // flushes.
+                        st.enter_error(qp, &mut after);
+                    } else {
+                        // A failed UD or UC send stops the send queue only (SQE, IBTA
+                        // 10.8.3.2): the rest flushes, receives go on, and a move back to RTS
+                        // recovers it (as ib_mad does for QP1).
+                        st.attr.qp_state = QpState::Sqe;
+                        st.attr.cur_qp_state = QpState::Sqe;
+                    }
                 }
             }
         }
-    }
-    notices.deliver(qp);
-    if last_wqe {
-        qp.dispatch_event(QpEvent::LastWqeReached);
+        drop(st);
+        after.run(qp, may_sleep);
+        if may_sleep {
+            kernel::rdma::context::cond_resched();
+        }
     }
 }
 
@@ -616,105 +679,210 @@ pub(crate) struct Responder {
     pub(crate) wqe_len: Option<usize>,
     /// The most SGEs a receive WQE of this QP may hold.
     pub(crate) max_sge: u32,
+    /// RDMA READs and atomics the QP takes at a time (0: none).
+    pub(crate) max_dest_rd_atomic: u8,
+    /// The QP's resets when the WQE was taken (see `complete_recv`).
+    pub(crate) resets: u32,
 }
 
 /// Why a responder took no message.
 pub(crate) enum Refusal {
-    /// The QP does not take packets from the requester (its state, type or destination): it
-    /// would drop them.
+    /// The QP does not take packets from the requester (its state, type or destination; a
+    /// kernel user's QP, whose memory is not placed into yet): it would drop them.
     Dropped,
     /// The QP does not allow the remote access asked for.
     Access,
-    /// No receive WQE is posted (the requester is to be kicked when one is).
+    /// No receive WQE is posted (an RC requester is kicked when one is).
     NoWqe,
     /// The receive ring is corrupt or the SRQ failed.
     Broken,
 }
 
-/// Admits a message from the QP `from` (`from_type`) into `dest`: checks that `dest` takes
-/// it (for a datagram: with the Q_Key `qkey`) and allows `access`, then, given a `buf`, takes
-/// its next receive WQE (from its RQ or its SRQ) into it. An RC requester finding no WQE is
-/// recorded as the waiter to kick.
-pub(crate) fn admit(
+/// Checks that `dest` takes a message from the QP `from` (`from_type`; for a datagram, with
+/// the Q_Key `qkey`) and allows `access`.
+fn takes(
     dest: &Qp<Ferroce>,
+    st: &QpShared,
     from: u32,
     from_type: QpType,
     qkey: u32,
     access: u32,
-    buf: Option<&mut [u8; RECV_WQE_MAX]>,
-) -> core::result::Result<Responder, Refusal> {
-    let data = dest.data();
-    let mut st = data.state.lock();
+) -> core::result::Result<(), Refusal> {
     let receiving = matches!(
         st.attr.qp_state,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
     );
+    let qp_type = dest.data().init.qp_type;
     let takes = match from_type {
-        QpType::Rc | QpType::Uc => {
-            data.init.qp_type == from_type && st.attr.dest_qp_num == from
-        }
+        QpType::Rc | QpType::Uc => qp_type == from_type && st.attr.dest_qp_num == from,
         // A UD QP and QP1 take datagrams from either (MADs are datagrams to QP1).
         QpType::Ud | QpType::Gsi => {
-            matches!(data.init.qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
+            matches!(qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
         }
     };
-    if !receiving || !takes {
+    if !receiving || !takes || !dest.is_user() {
         return Err(Refusal::Dropped);
     }
     if st.attr.qp_access_flags & access != access {
         return Err(Refusal::Access);
     }
-    let Some(buf) = buf else {
-        return Ok(Responder {
-            wqe_len: None,
-            max_sge: 0,
-        });
+    Ok(())
+}
+
+/// Admits a message of a connected (RC, UC) QP `from` into `dest`: checks that `dest` takes
+/// it and allows `access`, then, given a `buf`, takes its next receive WQE (from its RQ or
+/// its SRQ) into it, to be completed with `complete_recv`. An RC requester finding no WQE is
+/// recorded as the waiter to kick.
+pub(crate) fn admit(
+    dest: &Qp<Ferroce>,
+    from: u32,
+    from_type: QpType,
+    access: u32,
+    buf: Option<&mut [u8; RECV_WQE_MAX]>,
+) -> core::result::Result<Responder, Refusal> {
+    let data = dest.data();
+    let mut guard = data.state.lock();
+    let st = &mut *guard;
+    takes(dest, st, from, from_type, 0, access)?;
+    let mut resp = Responder {
+        wqe_len: None,
+        max_sge: st.attr.cap.max_recv_sge,
+        max_dest_rd_atomic: st.attr.max_dest_rd_atomic,
+        resets: st.resets,
     };
+    let Some(buf) = buf else {
+        return Ok(resp);
+    };
+    if st.receiving {
+        // Another message is being placed here: only after a reset and a new connection
+        // while the old peer's message is in flight. The new one is dropped.
+        return Err(Refusal::Dropped);
+    }
     let Some(rq) = st.rq.as_mut() else {
-        drop(st);
+        drop(guard);
         let srq = dest.srq().ok_or(Refusal::Broken)?;
         return match crate::srq::take(srq, buf) {
             Ok(Some((len, max_sge))) => Ok(Responder {
                 wqe_len: Some(len),
                 max_sge,
+                ..resp
             }),
             Ok(None) => Err(Refusal::NoWqe),
             Err(_) => Err(Refusal::Broken),
         };
     };
     let mut pending = rq.pending().map_err(|_| Refusal::Broken)?;
-    if pending == 0 {
+    if pending == 0 && from_type == QpType::Rc {
         // Ask for the doorbell, then look again: the provider stores its producer index and
         // then reads the flag, so a receive posted meanwhile is seen here or rung for.
         let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
         smp_mb();
         pending = rq.pending().map_err(|_| Refusal::Broken)?;
-    }
-    if pending == 0 {
-        if from_type == QpType::Rc {
+        if pending == 0 {
             st.rnr_waiter = Some(from);
         }
+    }
+    if pending == 0 {
         return Err(Refusal::NoWqe);
     }
     let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
     rq.peek(0, &mut buf[..len]).map_err(|_| Refusal::Broken)?;
     rq.consume(1).map_err(|_| Refusal::Broken)?;
-    Ok(Responder {
-        wqe_len: Some(len),
-        max_sge: st.attr.cap.max_recv_sge,
-    })
+    st.receiving = true;
+    resp.wqe_len = Some(len);
+    Ok(resp)
+}
+
+/// Completes the receive WQE `admit` took, in order: the completion is dropped if the QP was
+/// reset since (`resets`), and a flush a move to ERR left to this follows it. `fail` puts the
+/// QP in error (an RC responder error).
+pub(crate) fn complete_recv(
+    dest: &Qp<Ferroce>,
+    cqe: &Cqe,
+    resets: u32,
+    fail: bool,
+    may_sleep: bool,
+) {
+    let mut after = After::default();
+    let mut st = dest.data().state.lock();
+    let own_rq = st.rq.is_some();
+    if own_rq {
+        st.receiving = false;
+    }
+    if st.resets == resets {
+        if let Ok(n) = cq::post(dest.recv_cq(), cqe) {
+            after.notices.recv = n;
+        }
+    }
+    if fail {
+        st.enter_error(dest, &mut after);
+    } else if st.attr.qp_state == QpState::Err && own_rq {
+        let _ = st.flush_rq(dest, &mut after.notices);
+    }
+    drop(st);
+    after.run(dest, may_sleep);
+}
+
+/// Places a datagram from the QP `from` (`from_type`, Q_Key `qkey`) into `dest`: if `dest`
+/// takes it and has a receive WQE, `place` gets the WQE (its first bytes, as many as were
+/// read) and returns its completion, which is posted before the WQE is let go, all under
+/// `dest`'s lock, so that datagrams from many senders complete in the order of the WQEs.
+/// `false` if the datagram was dropped.
+pub(crate) fn receive_datagram(
+    dest: &Qp<Ferroce>,
+    from: u32,
+    from_type: QpType,
+    qkey: u32,
+    buf: &mut [u8; RECV_WQE_MAX],
+    place: impl FnOnce(&[u8], u32) -> Cqe,
+    may_sleep: bool,
+) -> bool {
+    let mut after = After::default();
+    let mut guard = dest.data().state.lock();
+    let st = &mut *guard;
+    if takes(dest, st, from, from_type, qkey, 0).is_err() {
+        return false;
+    }
+    let cqe = match st.rq.as_mut() {
+        Some(rq) => {
+            if rq.pending().unwrap_or(0) == 0 {
+                return false;
+            }
+            let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
+            if rq.peek(0, &mut buf[..len]).is_err() {
+                return false;
+            }
+            let cqe = place(&buf[..len], st.attr.cap.max_recv_sge);
+            if rq.consume(1).is_err() {
+                return false;
+            }
+            cqe
+        }
+        None => {
+            let Some(srq) = dest.srq() else {
+                return false;
+            };
+            match crate::srq::take(srq, buf) {
+                Ok(Some((len, max_sge))) => place(&buf[..len], max_sge),
+                _ => return false,
+            }
+        }
+    };
+    if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
+        after.notices.recv = n;
+    }
+    drop(guard);
+    after.run(dest, may_sleep);
+    true
 }
 
 /// Moves `qp` to ERR from the data path (a responder error).
-pub(crate) fn fail(qp: &Qp<Ferroce>) {
-    let mut notices = Notices::default();
+pub(crate) fn fail(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let mut after = After::default();
     let mut st = qp.data().state.lock();
-    let last_wqe = st.enter_error(qp, &mut notices);
+    st.enter_error(qp, &mut after);
     drop(st);
-    notices.deliver(qp);
-    if last_wqe {
-        qp.dispatch_event(QpEvent::LastWqeReached);
-    }
+    after.run(qp, may_sleep);
 }
 
 /// Room for the SGEs or the inline data of one WQE (both at most 512 bytes).

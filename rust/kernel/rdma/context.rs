@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What code running in a system call may do between steps of long work: the data path
+//! executes a send queue in the system call that rang its doorbell.
+//!
+//! C header: [`include/linux/sched.h`](srctree/include/linux/sched.h)
+
+use crate::bindings;
+
+/// Lets other tasks run if this one has had the CPU long enough (`cond_resched`).
+///
+/// Only where sleeping is allowed (process context, no spinlock held); elsewhere it is a bug
+/// that the kernel reports ("sleeping function called from invalid context").
+pub fn cond_resched() {
+    // SAFETY: No memory is touched; the context rule is the caller's (see above).
+    unsafe { bindings::rdma_cond_resched() }
+}
+
+/// Whether the current task has been killed (`fatal_signal_pending(current)`): long work done
+/// on its behalf should stop.
+pub fn fatal_signal_pending() -> bool {
+    // SAFETY: Reads the current task's signal state; valid in any context.
+    unsafe { bindings::rdma_fatal_signal_pending() }
+}
