@@ -9,7 +9,9 @@
  * else may change).  Then the failures: writes and reads beyond an MR, with
  * a stale or foreign key, into an MR of another PD or without the access,
  * must fail with the status IBTA gives and change nothing; a send that
- * finds no receive waits for one (RNR) and completes once it is posted.
+ * finds no receive waits for one (RNR) and completes once it is posted, or
+ * fails once the responder fails; work posted in SQD runs back in RTS.
+ * Then UD: GRH and payload, Q_Keys, short receives, AHs of another PD.
  *
  * usage: integrity DEVICE [ITERATIONS [SEED]]   (GID index 1 on both ends)
  */
@@ -501,6 +503,42 @@ static void failures(struct side *a, struct side *b, struct ibv_pd *other_pd)
 	}
 	pair_close(a, b);
 
+	/* A send waiting for a receive fails once the responder enters ERR. */
+	pair_open(a, b, 7);
+	{
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+
+		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+		no_wc(a->scq, 100, "SEND before its receive");
+		modify_state(b->qp, IBV_QPS_ERR);
+		wc = wait_wc(a->scq, "SEND to a responder gone to ERR");
+		CHECK(wc.status == IBV_WC_RETRY_EXC_ERR,
+		      "SEND waiting on a responder that entered ERR: %s",
+		      ibv_wc_status_str(wc.status));
+	}
+	pair_close(a, b);
+
+	/* Work posted in SQD waits, and runs when the QP is back in RTS. */
+	pair_open(a, b, 7);
+	{
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+
+		modify_state(a->qp, IBV_QPS_SQD);
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		fill_random(a->buf, 64);
+		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send in SQD");
+		no_wc(a->scq, 100, "RDMA WRITE posted in SQD");
+		modify_state(a->qp, IBV_QPS_RTS);
+		wc = wait_wc(a->scq, "RDMA WRITE after SQD -> RTS");
+		CHECK(wc.status == IBV_WC_SUCCESS &&
+			      !memcmp(b->buf + HALF, a->buf, 64),
+		      "RDMA WRITE after SQD -> RTS: %s", ibv_wc_status_str(wc.status));
+		wr.opcode = IBV_WR_SEND;
+	}
+	pair_close(a, b);
+
 	/* rnr_retry 0: no receive means RNR_RETRY_EXC_ERR at once. */
 	pair_open(a, b, 0);
 	refused(a, b, &wr, IBV_WC_RNR_RETRY_EXC_ERR, "SEND without a receive, rnr_retry 0");
@@ -509,6 +547,170 @@ static void failures(struct side *a, struct side *b, struct ibv_pd *other_pd)
 	ibv_dereg_mr(ro);
 	ibv_dereg_mr(foreign);
 	free(other);
+}
+
+/* Waits up to 500 ms for a completion; 0 if none came. */
+static int maybe_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 500; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		CHECK(n >= 0, "poll_cq failed");
+		if (n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * UD: datagrams land after a 40-byte GRH holding the sender's IP header;
+ * a wrong Q_Key drops them; a receive buffer too short completes in error
+ * and the receiver goes on; an AH of another PD is refused.
+ */
+static void datagrams(struct ibv_pd *pd, struct ibv_pd *other_pd)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 2 },
+	};
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .sgid_index = 1, .hop_limit = 64 } };
+	struct ibv_cq *scq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	uint8_t *buf = aligned_alloc(4096, 1 << 16);
+	struct ibv_qp *tx, *rx;
+	struct ibv_ah *ah, *ah_other;
+	struct ibv_mr *mr;
+	struct ibv_sge rs[2];
+	struct ibv_send_wr wr = {}, *bad;
+	struct ibv_recv_wr rwr = {}, *rbad;
+	struct ibv_wc wc;
+	union ibv_gid gid;
+	const uint32_t qkey = 0x1234;
+
+	CHECK(scq && rcq && buf, "create_cq: %s", strerror(errno));
+	mr = ibv_reg_mr(pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "reg_mr");
+	init.send_cq = scq;
+	init.recv_cq = rcq;
+	tx = ibv_create_qp(pd, &init);
+	rx = ibv_create_qp(pd, &init);
+	CHECK(tx && rx, "create UD QPs: %s", strerror(errno));
+	ud_to_init(tx, qkey);
+	ud_to_init(rx, qkey);
+	modify_state(tx, IBV_QPS_RTR);
+	modify_state(rx, IBV_QPS_RTR);
+	ud_rtr_to_rts(tx);
+	ud_rtr_to_rts(rx);
+	CHECK(ibv_query_gid(ctx, 1, 1, &gid) == 0, "query_gid");
+	aa.grh.dgid = gid;
+	ah = ibv_create_ah(pd, &aa);
+	ah_other = ibv_create_ah(other_pd, &aa);
+	CHECK(ah && ah_other, "create_ah: %s", strerror(errno));
+
+	/* A datagram in two SGEs into a receive of two SGEs. */
+	fill_random(buf, 1024);
+	memset(buf + 4096, FILL, 8192);
+	rs[0] = (struct ibv_sge){ (uintptr_t)buf + 4096, 100, mr->lkey };
+	rs[1] = (struct ibv_sge){ (uintptr_t)buf + 8192, 2048, mr->lkey };
+	rwr = (struct ibv_recv_wr){ .wr_id = 50, .sg_list = rs, .num_sge = 2 };
+	CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+	struct ibv_sge ss[2] = { { (uintptr_t)buf, 300, mr->lkey },
+				 { (uintptr_t)buf + 300, 212, mr->lkey } };
+	wr = (struct ibv_send_wr){ .wr_id = 60, .sg_list = ss, .num_sge = 2,
+				   .opcode = IBV_WR_SEND_WITH_IMM,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .imm_data = htobe32(0xfeedf00d) };
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = rx->qp_num;
+	wr.wr.ud.remote_qkey = qkey;
+	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	wc = wait_wc(scq, "UD send");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 60, "UD send: %s",
+	      ibv_wc_status_str(wc.status));
+	wc = wait_wc(rcq, "UD receive");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 50 &&
+		      wc.byte_len == 40 + 512 && wc.src_qp == tx->qp_num &&
+		      (wc.wc_flags & IBV_WC_GRH) && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+		      be32toh(wc.imm_data) == 0xfeedf00d,
+	      "UD receive: %s, %u bytes, src_qp %u, flags %#x",
+	      ibv_wc_status_str(wc.status), wc.byte_len, wc.src_qp, wc.wc_flags);
+	/* GRH: the IPv4 header in its last 20 bytes, from and to GID 1. */
+	CHECK(buf[4096 + 20] == 0x45 && !memcmp(buf + 4096 + 32, &gid.raw[12], 4) &&
+		      !memcmp(buf + 4096 + 36, &gid.raw[12], 4),
+	      "UD GRH: not the IPv4 header between the two GIDs");
+	CHECK(!memcmp(buf + 4096 + 40, buf, 60) && !memcmp(buf + 8192, buf + 60, 452),
+	      "UD payload differs");
+	CHECK(buf[8192 + 452] == FILL, "UD receive wrote past the datagram");
+
+	/* A wrong Q_Key: dropped, the receive stays posted. */
+	rwr.wr_id = 51;
+	CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+	wr.wr.ud.remote_qkey = qkey + 1;
+	wr.wr_id = 61;
+	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	wc = wait_wc(scq, "UD send with a wrong Q_Key");
+	CHECK(wc.status == IBV_WC_SUCCESS, "UD send, wrong Q_Key: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!maybe_wc(rcq, &wc), "a datagram with a wrong Q_Key was received");
+
+	/* Too long for the receive: its completion fails, the QP goes on. */
+	wr.wr.ud.remote_qkey = qkey;
+	rs[0].length = 64;
+	rwr.num_sge = 1;
+	rwr.wr_id = 52;
+	/* 51 is still posted and takes the next datagram; 52 gets the long one. */
+	wr.opcode = IBV_WR_SEND;
+	ss[0].length = 16;
+	wr.num_sge = 1;
+	wr.wr_id = 62;
+	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	wc = wait_wc(rcq, "UD receive 51");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 51 && wc.byte_len == 56,
+	      "UD receive 51: %s, wr_id %llu, %u bytes", ibv_wc_status_str(wc.status),
+	      (unsigned long long)wc.wr_id, wc.byte_len);
+	wc = wait_wc(scq, "UD send 62");
+	CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+	ss[0].length = 512;
+	wr.wr_id = 63;
+	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	wc = wait_wc(rcq, "UD receive too short");
+	CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 52,
+	      "UD receive too short: %s", ibv_wc_status_str(wc.status));
+	wc = wait_wc(scq, "UD send 63");
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_query_qp(rx, &qa, IBV_QP_STATE, &qi) == 0 &&
+			      qa.qp_state == IBV_QPS_RTS,
+		      "UD receiver in state %d after a short receive", qa.qp_state);
+	}
+
+	/* An AH of another PD: refused, and the send queue stops (SQE). */
+	wr.wr.ud.ah = ah_other;
+	wr.wr_id = 64;
+	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	wc = wait_wc(scq, "UD send through an AH of another PD");
+	CHECK(wc.status == IBV_WC_LOC_QP_OP_ERR && wc.wr_id == 64,
+	      "UD send through an AH of another PD: %s", ibv_wc_status_str(wc.status));
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_query_qp(tx, &qa, IBV_QP_STATE, &qi) == 0 &&
+			      qa.qp_state == IBV_QPS_SQE,
+		      "UD sender in state %d after a failed send", qa.qp_state);
+	}
+	printf("  UD: GRH, payload, immediate; wrong Q_Key dropped; short receive "
+	       "failed alone; foreign AH refused\n");
+	CHECK(!ibv_destroy_qp(tx) && !ibv_destroy_qp(rx), "destroy UD QPs");
+	CHECK(!ibv_destroy_ah(ah) && !ibv_destroy_ah(ah_other), "destroy AHs");
+	CHECK(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy CQs");
+	CHECK(!ibv_dereg_mr(mr), "dereg_mr");
+	free(buf);
 }
 
 int main(int argc, char **argv)
@@ -540,6 +742,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NR_OPS; i++)
 		printf("  %-20s %d verified\n", op_name[i], counts[i]);
 	failures(&a, &b, other_pd);
+	datagrams(pd, other_pd);
 	printf("integrity: every byte checked, every failure refused\n");
 	return 0;
 }

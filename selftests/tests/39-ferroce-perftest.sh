@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Stock perftest moves data on one ferroce device (loopback, direct
-# placement): RDMA WRITE, READ, SEND and atomics, bandwidth and latency,
-# with both post_send flows perftest has (ibv_wr_* and ibv_post_send).
+# placement): RDMA WRITE, READ, SEND (RC and UD) and atomics, bandwidth
+# and latency, with both post_send flows perftest has (ibv_wr_* and
+# ibv_post_send).
 . "$(dirname "$0")/../lib.sh"
 
 add_dummy fpt0 10.79.0.1
@@ -19,6 +20,8 @@ run ib_write_bw -s 65536 -n 500
 run ib_write_bw -s 65536 -n 500 --use_old_post_send
 run ib_read_bw -s 65536 -n 200
 run ib_send_bw -s 65536 -n 500
+run ib_send_bw -c UD -s 1024 -n 500
+run ib_send_lat -c UD -s 8 -n 500
 run ib_atomic_bw -n 500
 run ib_write_lat -s 8 -n 500
 run ib_read_lat -s 8 -n 200

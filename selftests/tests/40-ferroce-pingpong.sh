@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # rdma-core's example programs exchange messages on one ferroce device
-# (loopback), validating the payload (--chk): RC, UC, and RC over an SRQ.
+# (loopback), validating the payload (--chk): RC, UC, UD, and RC over an
+# SRQ.
 . "$(dirname "$0")/../lib.sh"
 
 add_dummy fpp0 10.80.0.1
@@ -29,3 +30,5 @@ pingpong ibv_rc_pingpong -n 200 -c
 pingpong ibv_rc_pingpong -n 50 -s 65536 -c
 pingpong ibv_uc_pingpong -n 200 -c
 pingpong ibv_srq_pingpong -n 200 -c
+# UD: one packet per message, within the active MTU (1024 on this netdev).
+pingpong ibv_ud_pingpong -n 200 -s 1024 -c
