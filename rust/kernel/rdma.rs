@@ -26,6 +26,7 @@ pub mod pd;
 pub mod qp;
 pub mod registry;
 pub mod srq;
+pub mod stats;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
@@ -46,6 +47,7 @@ pub use registry::Held;
 pub use qp::{
     mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpType,
 };
+pub use stats::Counter;
 pub use srq::{mask as srq_mask, Srq, SrqAttr, SrqEvent};
 pub use ucontext::UContext;
 pub use udata::Udata;

@@ -98,6 +98,15 @@ pub trait Driver: Sized + 'static {
     /// Returns entry `index` of the P_Key table of `port` (`query_pkey`).
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
+    /// The names of the port counters [`Driver::read_port_counters`] fills in.
+    const PORT_COUNTERS: &'static [super::stats::Counter] = &[];
+
+    /// Reads the counters of `port` into `values`, in the order of
+    /// [`Driver::PORT_COUNTERS`] (`get_hw_stats`).
+    fn read_port_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the driver data of a new protection domain (`alloc_pd`).
     fn alloc_pd(
         _dev: &Device<Self>,
@@ -261,16 +270,17 @@ pub trait Driver: Sized + 'static {
         unimplemented::<(Self::MrData, u32, u32)>()
     }
 
-    /// Re-registers a user MR (`rereg_user_mr`): returns a new MR (data, lkey, rkey) that
-    /// replaces `mr`, on `pd`, with the fields `change` names replaced. ib_core then destroys
-    /// `mr`; if this fails, `mr` stays as it was.
+    /// Re-registers a user MR (`rereg_user_mr`) with the fields `change` names replaced: either
+    /// in place (`None`: the driver changed `mr`'s data; the layer moves it to `pd` if
+    /// `change` says so, and the keys stay), or as a new MR (data, lkey, rkey) on `pd` that
+    /// replaces `mr`, which ib_core then destroys. If this fails, `mr` stays as it was.
     fn rereg_user_mr(
         _mr: &Mr<Self>,
         _change: &MrChange,
         _pd: &Pd<Self>,
         _udata: &mut Udata<'_>,
-    ) -> Result<(impl PinInit<Self::MrData, Error>, u32, u32)> {
-        unimplemented::<(Self::MrData, u32, u32)>()
+    ) -> Result<Option<(impl PinInit<Self::MrData, Error>, u32, u32)>> {
+        unimplemented::<Option<(Self::MrData, u32, u32)>>()
     }
 
     /// Called as an MR is deregistered, before its data is dropped (`dereg_mr`).
@@ -364,6 +374,16 @@ impl<T: Driver> Adapter<T> {
         },
         post_srq_recv: if T::HAS_POST_SRQ_RECV {
             Some(Adapter::<T>::post_srq_recv)
+        } else {
+            None
+        },
+        alloc_hw_port_stats: if T::HAS_READ_PORT_COUNTERS {
+            Some(Adapter::<T>::alloc_hw_port_stats)
+        } else {
+            None
+        },
+        get_hw_stats: if T::HAS_READ_PORT_COUNTERS {
+            Some(Adapter::<T>::get_hw_stats)
         } else {
             None
         },

@@ -164,7 +164,19 @@ impl<T: Driver> Adapter<T> {
             let (mr, pd) = unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd)) };
             // SAFETY: `udata` is valid or null for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
-            T::rereg_user_mr(mr, &change, pd, &mut udata).and_then(|m| Self::new_mr(pd, m))
+            let rereg = T::rereg_user_mr(mr, &change, pd, &mut udata)?;
+            let new = match rereg {
+                // Changed in place: ib_core sees NULL, keeps the MR and its keys, and sets its
+                // `pd` itself; the registry's copy follows.
+                None => {
+                    if change.flags & rereg::PD != 0 {
+                        mr.core().set_pd(pd.as_raw());
+                    }
+                    Ok(core::ptr::null_mut())
+                }
+                Some(m) => Self::new_mr(pd, m),
+            };
+            new
         })();
         Self::mr_or_err(r)
     }

@@ -29,7 +29,7 @@ use core::{
     marker::PhantomData,
     ops::Deref,
     ptr::NonNull,
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::{AtomicU32, AtomicUsize, Ordering},
 };
 use macros::pin_data;
 
@@ -37,7 +37,8 @@ use macros::pin_data;
 /// under, its protection domain and the number of [`Held`] references to it.
 pub struct Users {
     index: u32,
-    pd: usize,
+    /// Changes only when an MR is re-registered to another PD in place.
+    pd: AtomicUsize,
     count: AtomicU32,
 }
 
@@ -46,14 +47,19 @@ impl Users {
     pub(crate) fn new(index: u32, pd: *const bindings::ib_pd) -> Self {
         Users {
             index,
-            pd: pd as usize,
+            pd: AtomicUsize::new(pd as usize),
             count: AtomicU32::new(0),
         }
     }
 
     /// An identity of the object's protection domain, equal for objects of the same PD.
     pub fn pd_id(&self) -> usize {
-        self.pd
+        self.pd.load(Ordering::Relaxed)
+    }
+
+    /// The object moved to the PD at `pd` (an MR re-registered in place).
+    pub(crate) fn set_pd(&self, pd: *const bindings::ib_pd) {
+        self.pd.store(pd as usize, Ordering::Relaxed);
     }
 }
 

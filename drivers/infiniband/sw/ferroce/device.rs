@@ -21,6 +21,7 @@ use kernel::{
 
 use crate::{
     abi, ah, count::ObjectCount, cq, guid, keys::KeyTable, limits, mr, numbers::Counted, qp, srq,
+    stats,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -55,6 +56,8 @@ pub(crate) struct DeviceData {
     pub(crate) ah_nums: Arc<SpinLockIrq<KeyTable<KVVec<u16>>>>,
     /// Where each AH's UD sends go, by AH number.
     pub(crate) ah_dests: Arc<ah::DestTable>,
+    /// The port's counters.
+    pub(crate) counters: stats::Counters,
 }
 
 impl DeviceData {
@@ -196,6 +199,14 @@ impl rdma::Driver for Ferroce {
         ))
     }
 
+    const PORT_COUNTERS: &'static [rdma::Counter] = &stats::NAMES;
+
+    fn read_port_counters(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result {
+        check_port(port)?;
+        dev.data().counters.read(values);
+        Ok(())
+    }
+
     fn get_link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
         LinkLayer::Ethernet
     }
@@ -332,7 +343,7 @@ impl rdma::Driver for Ferroce {
         change: &MrChange,
         pd: &Pd<Self>,
         udata: &mut Udata<'_>,
-    ) -> Result<(impl PinInit<mr::MrData, Error>, u32, u32)> {
+    ) -> Result<Option<(impl PinInit<mr::MrData, Error>, u32, u32)>> {
         mr::rereg_user(old, change, pd, udata)
     }
 
@@ -410,6 +421,7 @@ impl link::Link for Ferroce {
                 new_spinlock_irq!(kernel::rbtree::RBTree::new(), "ferroce:ah_dests"),
                 GFP_KERNEL,
             )?,
+            counters: stats::Counters::new(),
         };
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.

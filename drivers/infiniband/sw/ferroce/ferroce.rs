@@ -29,6 +29,7 @@ mod placement;
 mod qp;
 mod queue;
 mod srq;
+mod stats;
 mod wq;
 
 // The RoCEv2 wire protocol (headers, opcodes, PSNs, ICRC): `core` only, tested on the host

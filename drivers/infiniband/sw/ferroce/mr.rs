@@ -3,6 +3,7 @@
 //! Memory regions: user memory pinned through ib_umem, kernel users' DMA MRs and
 //! fast-registration MRs, each named by an lkey/rkey from the device's key table (`keys.rs`).
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     alloc::KVVec,
     new_spinlock_irq,
@@ -22,6 +23,8 @@ pub(crate) enum Memory {
         /// The user address and length registered (what a re-registration keeps).
         start: u64,
         length: u64,
+        /// Whether the pages were pinned for writing (`ib_access_writable`).
+        writable: bool,
     },
     /// All of kernel memory, by kernel virtual address (`get_dma_mr`).
     Dma,
@@ -45,7 +48,8 @@ pub(crate) struct MrData {
     #[pin]
     pages: SpinLockIrq<PageList>,
     pub(crate) iova: u64,
-    pub(crate) access: u32,
+    /// `IB_ACCESS_*`; a re-registration may change it in place.
+    pub(crate) access: AtomicU32,
     /// The MR's key (lkey and rkey), held while the MR exists.
     pub(crate) key: Number<Mutex<KeyTable<KVVec<u16>>>>,
 }
@@ -64,7 +68,7 @@ impl MrData {
             memory,
             pages <- new_spinlock_irq!(pages, "ferroce:mr_pages"),
             iova,
-            access,
+            access: AtomicU32::new(access),
             key,
         });
         (data, k, k)
@@ -87,7 +91,7 @@ impl MrData {
         let Memory::User { umem, .. } = &self.memory else {
             return None;
         };
-        if self.access & need != need {
+        if self.access.load(Ordering::Relaxed) & need != need {
             return None;
         }
         let offset = addr.checked_sub(self.iova)?;
@@ -97,6 +101,9 @@ impl MrData {
         Some((umem, usize::try_from(offset).ok()?))
     }
 }
+
+/// The access flags for which ib_umem pins pages for writing (`ib_access_writable`).
+const WRITABLE: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
 
 /// The access flags ferroce honours; optional ones (relaxed ordering) may be asked for and are
 /// ignored, as their definition allows.
@@ -142,6 +149,7 @@ pub(crate) fn reg_user(
         umem,
         start,
         length,
+        writable: access & WRITABLE != 0,
     };
     Ok(MrData::new(
         memory,
@@ -152,31 +160,49 @@ pub(crate) fn reg_user(
     ))
 }
 
-/// Re-registration: a new MR with the old one's memory, access or PD replaced as `change`
-/// says. The old MR stays intact until ib_core destroys it after this succeeds, so a failed
-/// re-registration changes nothing; the new MR has new keys, so a peer holding the old rkey
-/// cannot reach it.
+/// Re-registration. A new PD or new access flags the pinned pages already allow are changed
+/// in place (`None`), keeping the keys, as rxe and NICs do; new memory, or write access to
+/// pages pinned read-only, needs a new MR with the old one's memory, access or PD replaced as
+/// `change` says, and new keys, so that a peer holding the old rkey cannot reach it. The old
+/// MR stays intact until ib_core destroys it after this succeeds, so a failed
+/// re-registration changes nothing.
 pub(crate) fn rereg_user(
     mr: &Mr<Ferroce>,
     change: &MrChange,
     pd: &Pd<Ferroce>,
     udata: &mut Udata<'_>,
-) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
+) -> Result<Option<(impl PinInit<MrData, Error>, u32, u32)>> {
     let old = mr.data();
-    let Memory::User { start, length, .. } = old.memory else {
+    let Memory::User {
+        start,
+        length,
+        writable,
+        ..
+    } = old.memory
+    else {
         return Err(EINVAL);
     };
+    let access = if change.flags & rereg::ACCESS != 0 {
+        change.access
+    } else {
+        old.access.load(Ordering::Relaxed)
+    };
+    if access & !SUPPORTED != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if change.flags & rereg::TRANS == 0 && (writable || access & WRITABLE == 0) {
+        udata.require_no_input()?;
+        // The data path reads the flags atomically, per message: one sees the old flags or
+        // the new, as a NIC's would.
+        old.access.store(access, Ordering::Relaxed);
+        return Ok(None);
+    }
     let (start, length, iova) = if change.flags & rereg::TRANS != 0 {
         (change.start, change.length, change.iova)
     } else {
         (start, length, old.iova)
     };
-    let access = if change.flags & rereg::ACCESS != 0 {
-        change.access
-    } else {
-        old.access
-    };
-    reg_user(pd, start, length, iova, access, udata)
+    reg_user(pd, start, length, iova, access, udata).map(Some)
 }
 
 /// The MR `ib_alloc_pd` makes for a kernel PD: kernel virtual addresses, as ib_core's virtual

@@ -27,6 +27,7 @@ use crate::{
     device::{active_mtu, Ferroce},
     grh, limits,
     qp::{self, Refusal, RECV_WQE_MAX},
+    stats::{Counters, Stat},
 };
 
 /// What the executor knows of the requester, read under its QP's lock.
@@ -252,7 +253,12 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
     let body = &wqe[abi::SEND_WQE_HEADER..];
     let ud = matches!(req.qp_type, QpType::Ud | QpType::Gsi).then(|| SendWqe::ud_of(hdr));
     cqe.status = match run(qp, req, &w, ud, body, &mut cqe.byte_len) {
-        Ok(()) => wc_status::SUCCESS,
+        Ok(()) => {
+            let counters = &qp.device().data().counters;
+            counters.add(Stat::SentMsgs, 1);
+            counters.add(Stat::SentBytes, cqe.byte_len.into());
+            wc_status::SUCCESS
+        }
         Err(Stop::Rnr) => return Outcome::Rnr,
         Err(Stop::Status(s)) => s,
     };
@@ -264,7 +270,8 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
 
 /// The outcome of a message the responder drops: RC never gets an acknowledgement (the
 /// requester would retry until `retry_cnt` runs out); UC does not care.
-fn dropped(req: &Requester) -> Result<(), Stop> {
+fn dropped(req: &Requester, counters: &Counters) -> Result<(), Stop> {
+    counters.add(Stat::Dropped, 1);
     match req.qp_type {
         QpType::Rc => Err(Stop::Status(wc_status::RETRY_EXC_ERR)),
         _ => Ok(()),
@@ -274,6 +281,7 @@ fn dropped(req: &Requester) -> Result<(), Stop> {
 /// A responder error: RC puts the responder in error and fails the request with `status`; UC
 /// drops the message.
 fn nak(req: &Requester, dest: &Qp<Ferroce>, status: u32) -> Result<(), Stop> {
+    dest.device().data().counters.add(Stat::Naks, 1);
     match req.qp_type {
         QpType::Rc => {
             qp::fail(dest, req.may_sleep);
@@ -284,7 +292,15 @@ fn nak(req: &Requester, dest: &Qp<Ferroce>, status: u32) -> Result<(), Stop> {
 }
 
 /// The message is refused for want of a receive WQE.
-fn no_wqe(req: &Requester) -> Result<(), Stop> {
+fn no_wqe(req: &Requester, counters: &Counters) -> Result<(), Stop> {
+    counters.add(
+        if req.qp_type == QpType::Rc {
+            Stat::RnrWaits
+        } else {
+            Stat::Dropped
+        },
+        1,
+    );
     match (req.qp_type, req.rnr_retry) {
         (QpType::Rc, 0) => Err(Stop::Status(wc_status::RNR_RETRY_EXC_ERR)),
         (QpType::Rc, _) => Err(Stop::Rnr),
@@ -358,7 +374,7 @@ fn run(
         return fail(wc_status::GENERAL_ERR);
     }
     let Some(dest) = dev.qp(req.dest_qpn) else {
-        return dropped(req);
+        return dropped(req, &dev.data().counters);
     };
     *byte_len = len32;
     match w.opcode {
@@ -412,6 +428,7 @@ fn deliver(
     len: u32,
     copy: impl FnOnce(Option<&mut Walk<'_, '_>>) -> Result<(), Fault>,
 ) -> Result<(), Stop> {
+    let counters = &dest.device().data().counters;
     let is_send = remote_access == 0;
     let takes_wqe = is_send || imm.is_some();
     let mut buf = [0u8; RECV_WQE_MAX];
@@ -423,10 +440,10 @@ fn deliver(
         takes_wqe.then_some(&mut buf),
     ) {
         Ok(r) => r,
-        Err(Refusal::Dropped) => return dropped(req),
+        Err(Refusal::Dropped) => return dropped(req, counters),
         // The responder does not allow this operation: an invalid request.
         Err(Refusal::Access) => return nak(req, dest, wc_status::REM_INV_REQ_ERR),
-        Err(Refusal::NoWqe) => return no_wqe(req),
+        Err(Refusal::NoWqe) => return no_wqe(req, counters),
         Err(Refusal::Broken) => return nak(req, dest, wc_status::REM_OP_ERR),
     };
     let dev = dest.device();
@@ -450,6 +467,10 @@ fn deliver(
             (abi::wqe_wr_id(hdr), r)
         }
     };
+    if placed.is_ok() {
+        counters.add(Stat::RcvdMsgs, 1);
+        counters.add(Stat::RcvdBytes, len.into());
+    }
     // What each side learns (IBTA 9.9, as rxe reports it).
     let (recv_status, result) = match placed {
         Ok(()) => (wc_status::SUCCESS, Ok(())),
@@ -505,12 +526,12 @@ fn deliver(
 /// Admits a READ or an atomic into `dest`: no receive WQE, only the state and the access.
 fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32) -> Result<(), Stop> {
     match qp::admit(dest, req.qpn, req.qp_type, need, None) {
+        Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
         Ok(r) if need != access::REMOTE_WRITE && r.max_dest_rd_atomic == 0 => {
             nak(req, dest, wc_status::REM_INV_REQ_ERR)
         }
         Ok(_) => Ok(()),
-        Err(Refusal::Dropped) => dropped(req),
         Err(Refusal::Access) => nak(req, dest, wc_status::REM_INV_REQ_ERR),
         Err(Refusal::NoWqe | Refusal::Broken) => nak(req, dest, wc_status::REM_OP_ERR),
     }
@@ -534,7 +555,12 @@ fn read(
     let from = Walk::new(dev, dest.pd_id(), access::REMOTE_READ, &remote);
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
     match place(&mut to, &mut Source::Walk(from), len as usize, req.may_sleep) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            let counters = &dev.data().counters;
+            counters.add(Stat::RcvdMsgs, 1);
+            counters.add(Stat::RcvdBytes, len);
+            Ok(())
+        }
         Err(Fault::Source) => nak(req, dest, wc_status::REM_ACCESS_ERR),
         // Checked before; only an MR deregistered meanwhile gets here.
         Err(_) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
@@ -631,7 +657,9 @@ fn datagram(
     } else {
         remote_qkey
     };
+    let counters = &dev.data().counters;
     let Some(dest) = dev.qp(remote_qpn) else {
+        counters.add(Stat::Dropped, 1);
         return Ok(());
     };
     let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
@@ -690,7 +718,7 @@ fn datagram(
         }
         cqe
     };
-    qp::receive_datagram(
+    let placed = qp::receive_datagram(
         &dest,
         req.qpn,
         req.qp_type,
@@ -699,6 +727,12 @@ fn datagram(
         place_into,
         req.may_sleep,
     );
+    if placed {
+        counters.add(Stat::RcvdMsgs, 1);
+        counters.add(Stat::RcvdBytes, len.into());
+    } else {
+        counters.add(Stat::Dropped, 1);
+    }
     if aborted {
         // The sender's memory went away under the copy.
         return fail(wc_status::LOC_PROT_ERR);

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The device's port counters (`rdma statistic show`, `ports/1/hw_counters/`).
+//!
+//! Direct placement moves messages, not packets, so its counters count messages; the wire
+//! path's packet, retransmission and ICRC counters come with it.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{c_str, rdma::Counter};
+
+/// One counter.
+#[derive(Clone, Copy)]
+pub(crate) enum Stat {
+    /// Messages a requester completed successfully.
+    SentMsgs,
+    /// Their bytes.
+    SentBytes,
+    /// Messages (and RDMA READ responses) placed into a responder's memory.
+    RcvdMsgs,
+    /// Their bytes.
+    RcvdBytes,
+    /// Sends that found no receive WQE and wait for one (RNR).
+    RnrWaits,
+    /// Requests a responder refused with a NAK (access, invalid request, operation error).
+    Naks,
+    /// Messages a responder dropped (not in a receiving state, not connected to the
+    /// requester, wrong Q_Key, no receive WQE for UD/UC, gone).
+    Dropped,
+}
+
+const COUNT: usize = Stat::Dropped as usize + 1;
+
+/// The names, in the order of [`Stat`].
+pub(crate) static NAMES: [Counter; COUNT] = [
+    Counter::new(c_str!("sent_msgs")),
+    Counter::new(c_str!("sent_bytes")),
+    Counter::new(c_str!("rcvd_msgs")),
+    Counter::new(c_str!("rcvd_bytes")),
+    Counter::new(c_str!("rnr_waits")),
+    Counter::new(c_str!("naks")),
+    Counter::new(c_str!("dropped")),
+];
+
+/// The counters of a device (it has one port).
+pub(crate) struct Counters([AtomicU64; COUNT]);
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Counters([const { AtomicU64::new(0) }; COUNT])
+    }
+
+    pub(crate) fn add(&self, stat: Stat, n: u64) {
+        self.0[stat as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Copies the values into `out` (as many as both hold).
+    pub(crate) fn read(&self, out: &mut [u64]) {
+        for (o, c) in out.iter_mut().zip(&self.0) {
+            *o = c.load(Ordering::Relaxed);
+        }
+    }
+}
