@@ -66,6 +66,7 @@ void rust_helper_rdma_registry_wait(void)
 {
 	usleep_range(10, 100);
 }
+
 /*
  * kernel::rdma::context: the data path executes work in the system call that
  * rang a doorbell, and yields the CPU between work requests.

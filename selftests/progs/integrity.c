@@ -111,14 +111,14 @@ static void side_open(struct side *s, struct ibv_pd *pd)
 {
 	struct ibv_qp_init_attr init = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
 			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
 			 .max_inline_data = MAX_INLINE },
 	};
 
 	s->pd = pd;
-	s->scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
-	s->rcq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	s->scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	CHECK(s->scq && s->rcq, "create_cq: %s", strerror(errno));
 	init.send_cq = s->scq;
 	init.recv_cq = s->rcq;
@@ -500,6 +500,43 @@ static void failures(struct side *a, struct side *b, struct ibv_pd *other_pd)
 			      !memcmp(b->buf + HALF, a->buf, 64),
 		      "receive after RNR: %s, %u bytes", ibv_wc_status_str(wc.status),
 		      wc.byte_len);
+	}
+	pair_close(a, b);
+
+	/*
+	 * A burst of sends waits for receives, which come in one post: the
+	 * receive doorbell runs them all, in order, and nothing is left behind.
+	 */
+	pair_open(a, b, 7);
+	{
+		enum { BURST = 24 };
+		struct ibv_sge rs[BURST];
+		struct ibv_recv_wr rwr[BURST], *rbad;
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+
+		for (int i = 0; i < BURST; i++) {
+			wr.wr_id = 100 + i;
+			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send %d", i);
+			rs[i] = (struct ibv_sge){ (uintptr_t)b->buf + HALF + 64 * i, 64,
+						  b->mr->lkey };
+			rwr[i] = (struct ibv_recv_wr){ .wr_id = 200 + i, .sg_list = &rs[i],
+						       .num_sge = 1,
+						       .next = i + 1 < BURST ? &rwr[i + 1] : NULL };
+		}
+		no_wc(a->scq, 100, "sends before their receives");
+		CHECK(ibv_post_recv(b->qp, rwr, &rbad) == 0, "post_recv of %d", BURST);
+		for (int i = 0; i < BURST; i++) {
+			wc = wait_wc(a->scq, "a burst of sends after its receives");
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100u + i,
+			      "send %d of the burst: %s, wr_id %llu", i,
+			      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+			wc = wait_wc(b->rcq, "a burst of receives");
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 200u + i,
+			      "receive %d of the burst: %s, wr_id %llu", i,
+			      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+		}
+		wr.wr_id = 7;
 	}
 	pair_close(a, b);
 

@@ -378,6 +378,11 @@ impl<T: Driver> Adapter<T> {
             None
         },
         alloc_hw_port_stats: if T::HAS_READ_PORT_COUNTERS {
+            // ib_core refuses a device whose port has no counters to show.
+            assert!(
+                !T::PORT_COUNTERS.is_empty(),
+                "read_port_counters without PORT_COUNTERS"
+            );
             Some(Adapter::<T>::alloc_hw_port_stats)
         } else {
             None

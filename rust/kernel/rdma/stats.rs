@@ -64,11 +64,13 @@ impl<T: Driver> Adapter<T> {
     ) -> crate::ffi::c_int {
         // SAFETY: ib_core only calls ops of a live device.
         let dev = unsafe { Device::<T>::from_raw(ib) };
-        // SAFETY: `stats` came from `alloc_hw_port_stats`: `num_counters` values follow it,
-        // and ib_core holds its lock for the call.
+        // SAFETY: `stats` came from `alloc_hw_port_stats`: `num_counters` values follow it.
+        // Nobody else touches them meanwhile: sysfs and netlink read them under the stats'
+        // lock, and ib_core's first call comes before it publishes them.
         let values = unsafe {
             let n = (*stats).num_counters.max(0) as usize;
-            (*stats).value.as_mut_slice(n)
+            let first = core::ptr::addr_of_mut!((*stats).value).cast::<u64>();
+            core::slice::from_raw_parts_mut(first, n)
         };
         match T::read_port_counters(dev, port, values) {
             Ok(()) => values.len() as crate::ffi::c_int,

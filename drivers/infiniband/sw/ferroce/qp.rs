@@ -126,8 +126,8 @@ impl QpShared {
         }
         if !self.receiving {
             let _ = self.flush_rq(qp, &mut after.notices);
+            after.last_wqe = qp.srq().is_some();
         }
-        after.last_wqe = qp.srq().is_some();
         after.waiter = self.rnr_waiter.take();
     }
 
@@ -501,13 +501,15 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
         QpState::Rts => {
             st.sq.pending()?;
             // A new doorbell retries a send that waited for a receive too (an SRQ's receives
-            // come without a doorbell).
+            // come without a doorbell), also one a running executor is about to park.
             st.rnr_wait = false;
+            st.kicks = st.kicks.wrapping_add(1);
             if !st.sending {
                 st.sending = true;
                 drop(st);
-                // A user's doorbell is a system call of the QP's owner: its own time.
-                run_sq(qp, qp.is_user(), usize::MAX);
+                // A user's doorbell is a system call of the QP's owner: its own time, which
+                // it stops spending if it is killed.
+                run_sq(qp, qp.is_user(), Budget::Owner);
                 return Ok(());
             }
             Ok(())
@@ -544,11 +546,6 @@ pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
     r
 }
 
-/// The most WQEs a kick executes for the QP it kicks: the kicker's system call is not the
-/// kicked QP's owner's, so it lends only a bounded amount of its time. Work beyond it runs at
-/// the owner's next doorbell, or at the next kick.
-const KICK_BUDGET: usize = 16;
-
 /// A receive the QP's send queue waited for was posted (or the destination failed): retry its
 /// sends now.
 fn kick(qp: &Qp<Ferroce>, may_sleep: bool) {
@@ -560,7 +557,10 @@ fn kick(qp: &Qp<Ferroce>, may_sleep: bool) {
     }
     st.sending = true;
     drop(st);
-    run_sq(qp, may_sleep, KICK_BUDGET);
+    // Until the queue is empty or waits again: nothing else would resume it (the owner may
+    // wait for completions without ringing again). The kicker's system call lends its time
+    // to its connected peer (a worker will take this over).
+    run_sq(qp, may_sleep, Budget::UntilDone);
 }
 
 /// Starts executing the send queue if work waits and nobody executes it (a move back to RTS).
@@ -571,7 +571,7 @@ fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
     }
     st.sending = true;
     drop(st);
-    run_sq(qp, may_sleep, usize::MAX);
+    run_sq(qp, may_sleep, Budget::UntilDone);
 }
 
 /// The largest part of a send WQE the executor reads: the header, then up to 32 SGEs or 512
@@ -580,12 +580,21 @@ pub(crate) const SEND_WQE_MAX: usize = abi::SEND_WQE_HEADER + WQE_BODY;
 /// The largest part of a receive WQE the data path reads.
 pub(crate) const RECV_WQE_MAX: usize = abi::RECV_WQE_HEADER + WQE_BODY;
 
-/// Executes up to `budget` WQEs of the send queue in the caller's context, until the queue
-/// is empty, the QP leaves RTS, or the destination has no receive WQE for it (RNR). The
-/// caller set `sending`; this clears it. No lock is held while a WQE executes; completions
-/// are delivered after each. Where it `may_sleep`, it yields the CPU between WQEs and stops
-/// if the caller was killed.
-fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, mut budget: usize) {
+/// How long an executor goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Budget {
+    /// The owner's own system call: until done, or until the owner is killed (its QP goes
+    /// with it).
+    Owner,
+    /// Until done: nothing else would resume the queue.
+    UntilDone,
+}
+
+/// Executes the send queue's work in the caller's context until the queue is empty, the QP
+/// leaves RTS, or the destination has no receive WQE for it (RNR). The caller set `sending`;
+/// this clears it. No lock is held while a WQE executes; completions are delivered after
+/// each. Where it `may_sleep`, it yields the CPU between WQEs.
+fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
     let data = qp.data();
     let mut wqe = [0u8; SEND_WQE_MAX];
     loop {
@@ -606,12 +615,13 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, mut budget: usize) {
             0
         };
         let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
-        let stop = budget == 0 || (may_sleep && kernel::rdma::context::fatal_signal_pending());
+        let stop = budget == Budget::Owner
+            && may_sleep
+            && kernel::rdma::context::fatal_signal_pending();
         if pending == 0 || stop || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
             st.sending = false;
             return;
         }
-        budget -= 1;
         let req = placement::Requester {
             qpn: qp.qp_num(),
             qp_type: data.init.qp_type,
@@ -659,8 +669,10 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, mut budget: usize) {
                         // A failed UD or UC send stops the send queue only (SQE, IBTA
                         // 10.8.3.2): the rest flushes, receives go on, and a move back to RTS
                         // recovers it (as ib_mad does for QP1).
-                        st.attr.qp_state = QpState::Sqe;
-                        st.attr.cur_qp_state = QpState::Sqe;
+                        if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+                            st.attr.qp_state = QpState::Sqe;
+                            st.attr.cur_qp_state = QpState::Sqe;
+                        }
                     }
                 }
             }
@@ -759,14 +771,18 @@ pub(crate) fn admit(
         return Err(Refusal::Dropped);
     }
     let Some(rq) = st.rq.as_mut() else {
-        drop(guard);
+        // Taken under the QP's lock (QP, then SRQ, as everywhere), so that a move to ERR
+        // sees the receive in flight and holds "last WQE reached" back until it completes.
         let srq = dest.srq().ok_or(Refusal::Broken)?;
         return match crate::srq::take(srq, buf) {
-            Ok(Some((len, max_sge))) => Ok(Responder {
-                wqe_len: Some(len),
-                max_sge,
-                ..resp
-            }),
+            Ok(Some((len, max_sge))) => {
+                st.receiving = true;
+                Ok(Responder {
+                    wqe_len: Some(len),
+                    max_sge,
+                    ..resp
+                })
+            }
             Ok(None) => Err(Refusal::NoWqe),
             Err(_) => Err(Refusal::Broken),
         };
@@ -805,19 +821,23 @@ pub(crate) fn complete_recv(
 ) {
     let mut after = After::default();
     let mut st = dest.data().state.lock();
+    st.receiving = false;
     let own_rq = st.rq.is_some();
-    if own_rq {
-        st.receiving = false;
-    }
-    if st.resets == resets {
+    // A WQE of the QP's own RQ completes nowhere once the QP was reset (the RQ was emptied
+    // without completions); one taken from an SRQ was the SRQ's, and completes.
+    if st.resets == resets || !own_rq {
         if let Ok(n) = cq::post(dest.recv_cq(), cqe) {
             after.notices.recv = n;
         }
     }
     if fail {
         st.enter_error(dest, &mut after);
-    } else if st.attr.qp_state == QpState::Err && own_rq {
+    }
+    if st.attr.qp_state == QpState::Err {
+        // What a move to ERR left to this receive: the flush of the WQEs after it, and
+        // "last WQE reached", which must follow the last completion.
         let _ = st.flush_rq(dest, &mut after.notices);
+        after.last_wqe = dest.srq().is_some();
     }
     drop(st);
     after.run(dest, may_sleep);
