@@ -69,13 +69,13 @@ static inline void modify_state(struct ibv_qp *qp, enum ibv_qp_state state)
 	      strerror(ret));
 }
 
-/* RESET -> INIT, with the attributes that transition requires. */
-static inline void to_init(struct ibv_qp *qp)
+/* RESET -> INIT, allowing peers `access` (IBV_ACCESS_REMOTE_*). */
+static inline void init_with(struct ibv_qp *qp, int access)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		.qp_access_flags = access,
 	};
 	int ret;
 
@@ -84,8 +84,14 @@ static inline void to_init(struct ibv_qp *qp)
 	CHECK(ret == 0, "to INIT: %s", strerror(ret));
 }
 
-/* INIT -> RTR, connected to itself through GID index 1. */
-static inline void to_rtr(struct ibv_qp *qp)
+/* RESET -> INIT, with the attributes that transition requires. */
+static inline void to_init(struct ibv_qp *qp)
+{
+	init_with(qp, IBV_ACCESS_REMOTE_WRITE);
+}
+
+/* INIT -> RTR, connected to the QP `dest` of this device through GID index 1. */
+static inline void rtr_to(struct ibv_qp *qp, uint32_t dest)
 {
 	struct ibv_qp_attr a;
 	int ret;
@@ -93,7 +99,7 @@ static inline void to_rtr(struct ibv_qp *qp)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dest;
 	a.rq_psn = 1;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
@@ -110,25 +116,37 @@ static inline void to_rtr(struct ibv_qp *qp)
 	CHECK(ret == 0, "to RTR: %s", strerror(ret));
 }
 
-/* RESET -> INIT -> RTR -> RTS, connected to itself through GID index 1. */
-static inline void to_rts(struct ibv_qp *qp)
+/* INIT -> RTR, connected to itself through GID index 1. */
+static inline void to_rtr(struct ibv_qp *qp)
+{
+	rtr_to(qp, qp->qp_num);
+}
+
+/* RTR -> RTS, retrying RNR NAKs `rnr_retry` times (7: for ever). */
+static inline void rtr_to_rts(struct ibv_qp *qp, int rnr_retry)
 {
 	struct ibv_qp_attr a;
 	int ret;
 
-	to_init(qp);
-	to_rtr(qp);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
-	a.rnr_retry = 7;
+	a.rnr_retry = rnr_retry;
 	a.sq_psn = 1;
 	a.max_rd_atomic = 1;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	CHECK(ret == 0, "to RTS: %s", strerror(ret));
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to itself through GID index 1. */
+static inline void to_rts(struct ibv_qp *qp)
+{
+	to_init(qp);
+	to_rtr(qp);
+	rtr_to_rts(qp, 7);
 }
 
 /*
