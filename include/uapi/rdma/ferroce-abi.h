@@ -70,7 +70,8 @@ struct ferroce_queue_ctrl {
  * with no work requests.  While it is clear (a kernel poller owns the SQ;
  * an RQ whose work is taken as packets arrive) the provider only stores
  * the producer index.  An RQ needs the doorbell while its QP is in the
- * error state, where new work is flushed at once.
+ * error state, where new work is flushed at once, and while an RC sender
+ * waits for a receive WQE, which the doorbell resumes.
  */
 #define FERROCE_QUEUE_NEED_WAKEUP (1U << 2)
 
