@@ -24,14 +24,22 @@ mod keys;
 mod limits;
 #[path = "../../opcode.rs"]
 mod opcode;
+#[path = "../../packet.rs"]
+mod packet;
+#[cfg(test)]
+mod packet_tests;
 #[path = "../../psn.rs"]
 mod psn;
 #[cfg(test)]
 mod rxe_packets;
+#[path = "../../transport.rs"]
+mod transport;
 
 #[cfg(test)]
 mod tests {
-    use super::{abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, psn, rxe_packets};
+    use super::{
+        abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, psn, rxe_packets, transport,
+    };
 
     #[test]
     fn guid_is_modified_eui64() {
@@ -641,5 +649,87 @@ int main(void)
         assert_eq!(eth::atomic_ack_parse(&7u64.to_be_bytes()), Some(7));
         assert_eq!(eth::Reth::parse(&[0; 15]), None);
         assert_eq!(bth::Bth::parse(&[0; 11]), None);
+    }
+
+    #[test]
+    fn aeth_syndromes_round_trip() {
+        use transport::{NakCode, Syndrome};
+        let mut decoded = 0;
+        for b in 0..=255u8 {
+            if let Some(s) = Syndrome::from_byte(b) {
+                assert_eq!(s.to_byte(), b, "{s:?}");
+                decoded += 1;
+            }
+        }
+        // 32 ACK credit codes, 32 RNR timer codes, 5 NAK codes.
+        assert_eq!(decoded, 32 + 32 + 5);
+        // What rxe sends (rxe_hdr.h): AETH_ACK_UNLIMITED and the NAKs.
+        assert_eq!(
+            Syndrome::from_byte(0x1f),
+            Some(Syndrome::Ack {
+                credits: transport::CREDITS_INVALID
+            })
+        );
+        assert_eq!(
+            Syndrome::from_byte(0x20 | 14),
+            Some(Syndrome::RnrNak { timer: 14 })
+        );
+        for (b, code) in [
+            (0x60, NakCode::PsnSequenceError),
+            (0x61, NakCode::InvalidRequest),
+            (0x62, NakCode::RemoteAccessError),
+            (0x63, NakCode::RemoteOperationalError),
+            (0x64, NakCode::InvalidRdRequest),
+        ] {
+            assert_eq!(Syndrome::from_byte(b), Some(Syndrome::Nak(code)));
+        }
+        // Reserved: the 010 kind, bit 7, NAK codes past 4.
+        for b in [0x40, 0x5f, 0x65, 0x7f, 0x80, 0xff] {
+            assert_eq!(Syndrome::from_byte(b), None, "{b:#x}");
+        }
+        // Arguments keep their five bits.
+        assert_eq!(Syndrome::Ack { credits: 0xff }.to_byte(), 0x1f);
+        assert_eq!(Syndrome::RnrNak { timer: 0x3f }.to_byte(), 0x3f);
+        // The syndrome of an AETH on the wire.
+        let a = eth::Aeth::parse(&[0x61, 0, 0, 9]).unwrap();
+        assert_eq!(
+            Syndrome::from_byte(a.syndrome),
+            Some(Syndrome::Nak(NakCode::InvalidRequest))
+        );
+    }
+
+    #[test]
+    fn rnr_timer_and_credit_tables() {
+        use transport::{credits, rnr_timer_ns};
+        // IB_RNR_TIMER_655_36, _000_01, _000_12, _001_28, _491_52.
+        assert_eq!(rnr_timer_ns(0), 655_360_000);
+        assert_eq!(rnr_timer_ns(1), 10_000);
+        assert_eq!(rnr_timer_ns(7), 120_000);
+        assert_eq!(rnr_timer_ns(14), 1_280_000);
+        assert_eq!(rnr_timer_ns(31), 491_520_000);
+        assert_eq!(rnr_timer_ns(32), rnr_timer_ns(0), "five bits");
+        for code in 1..31 {
+            assert!(rnr_timer_ns(code) < rnr_timer_ns(code + 1));
+        }
+        assert_eq!(credits(0), Some(0));
+        assert_eq!(credits(5), Some(6));
+        assert_eq!(credits(14), Some(128));
+        assert_eq!(credits(30), Some(32768));
+        assert_eq!(credits(transport::CREDITS_INVALID), None);
+        for code in 1..30 {
+            assert!(credits(code) < credits(code + 1));
+        }
+    }
+
+    #[test]
+    fn ack_timeout_is_4096ns_times_2_to_the_timeout() {
+        use transport::ack_timeout_ns;
+        assert_eq!(ack_timeout_ns(0), None, "0 waits forever");
+        assert_eq!(ack_timeout_ns(1), Some(8192));
+        // 4.096 us * 16384 = 67.1 ms.
+        assert_eq!(ack_timeout_ns(14), Some(67_108_864));
+        assert_eq!(ack_timeout_ns(31), Some(4096 << 31));
+        assert_eq!(ack_timeout_ns(32), ack_timeout_ns(31));
+        assert_eq!(ack_timeout_ns(255), ack_timeout_ns(31));
     }
 }
