@@ -6,7 +6,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::driver::Driver;
-use super::{device::Device, mmap::MmapContext, registry::Users};
+use super::{device::Device, mmap::MmapContext, registry::Users, timer::QpCore};
 use crate::{bindings, error::Error, error::Result, init::PinInit, sync::Arc, types::Opaque};
 use core::ptr::addr_of_mut;
 
@@ -96,8 +96,9 @@ kinds! {
     MrKind: ib_mr, Users, MrData;
     /// An address handle (see [`super::ah`]).
     AhKind: ib_ah, (), AhData;
-    /// A queue pair (see [`super::qp`]): published in its device's registry by number.
-    QpKind: ib_qp, Users, QpData;
+    /// A queue pair (see [`super::qp`]): published in its device's registry by number, with a
+    /// timer (see [`super::timer`]).
+    QpKind: ib_qp, QpCore, QpData;
     /// A shared receive queue (see [`super::srq`]).
     SrqKind: ib_srq, (), SrqData;
 }
@@ -118,7 +119,8 @@ kinds! {
 #[repr(C)]
 pub struct Object<T: Driver, K: Kind> {
     ib: Opaque<K::Raw>,
-    core: K::Core,
+    // Visible to the layer's callbacks that find an object from a field of its core (timers).
+    pub(super) core: K::Core,
     data: K::Data<T>,
 }
 

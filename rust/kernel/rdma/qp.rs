@@ -12,6 +12,7 @@ use super::{
     object::{dispatch_object_event, Object, QpKind},
     registry::Users,
     pd::Pd,
+    timer::QpCore,
     srq::Srq,
     ucontext::UContext,
     udata::Udata,
@@ -425,18 +426,20 @@ impl<T: Driver> Adapter<T> {
             let mut udata = unsafe { Udata::from_raw(udata) };
             let (data, qpn) = T::create_qp(pd, &mut attr, uctx, &mut udata)?;
             // SAFETY: ib_core's QP allocation, never moved, its data slots uninitialised.
-            unsafe { Qp::<T>::init_in_place(qp, Users::new(qpn, (*qp).pd), data) }?;
+            unsafe { Qp::<T>::init_in_place(qp, QpCore::new(Users::new(qpn, (*qp).pd)), data) }?;
             attr.write_cap(raw_init);
             // SAFETY: The QP is ours during the op.
             unsafe { (*qp).qp_num = qpn };
             // SAFETY: The QP is initialised; `destroy_qp` retires it before it is freed, and
             // so does the failure path below.
             let q = unsafe { Qp::<T>::from_raw(qp) };
+            // SAFETY: Initialised, in place for good, not published yet; once.
+            unsafe { QpCore::init_timer(q) };
             // SAFETY: See above.
             if let Err(e) = unsafe { q.device().registries().qps.publish(q) } {
                 // SAFETY: Initialised above, unpublished, destroyed once (ib_core frees the
-                // memory when the op fails).
-                unsafe { Qp::<T>::destroy(qp, |_| {}) };
+                // memory when the op fails); the timer was set up above and never armed.
+                unsafe { Qp::<T>::destroy(qp, |q| q.core().shutdown_timer()) };
                 return Err(e);
             }
             Ok(0)
@@ -514,8 +517,14 @@ impl<T: Driver> Adapter<T> {
         let q = unsafe { Qp::<T>::from_raw(qp) };
         // Nobody finds it any more, and nobody holds it.
         q.device().registries().qps.retire(q);
-        // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded.
-        unsafe { Qp::<T>::destroy(qp, T::destroy_qp) };
+        // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded. The driver's
+        // hook may still arm the timer; it is shut down after the hook, before the data goes.
+        unsafe {
+            Qp::<T>::destroy(qp, |q| {
+                T::destroy_qp(q);
+                q.core().shutdown_timer();
+            })
+        };
         0
     }
 

@@ -42,6 +42,18 @@ pub struct Users {
     count: AtomicU32,
 }
 
+/// The core of an object kind published in a registry: it holds the object's [`Users`].
+pub trait Published: Send + Sync {
+    /// The registry state of the object.
+    fn users(&self) -> &Users;
+}
+
+impl Published for Users {
+    fn users(&self) -> &Users {
+        self
+    }
+}
+
 impl Users {
     /// The state of an object to be published under `index`, of the PD at `pd`.
     pub(crate) fn new(index: u32, pd: *const bindings::ib_pd) -> Self {
@@ -70,13 +82,19 @@ impl Users {
 /// Every value in `map` is the address of a live `Object<T, K>` published under its key; such
 /// an object is not freed before it has been removed and its `Users::count` has dropped to 0.
 #[pin_data]
-pub struct Registry<T: Driver, K: Kind<Core = Users>> {
+pub struct Registry<T: Driver, K: Kind>
+where
+    K::Core: Published,
+{
     #[pin]
     map: SpinLockIrq<RBTree<u32, usize>>,
     _p: PhantomData<fn() -> (T, K)>,
 }
 
-impl<T: Driver, K: Kind<Core = Users>> Registry<T, K> {
+impl<T: Driver, K: Kind> Registry<T, K>
+where
+    K::Core: Published,
+{
     /// An empty registry.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
@@ -91,7 +109,7 @@ impl<T: Driver, K: Kind<Core = Users>> Registry<T, K> {
     ///
     /// `obj` must stay alive until [`Registry::retire`] has returned for it.
     pub(crate) unsafe fn publish(&self, obj: &Object<T, K>) -> Result {
-        let index = obj.core().index;
+        let index = obj.core().users().index;
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?
             .into_node(index, obj as *const Object<T, K> as usize);
         let mut map = self.map.lock();
@@ -105,7 +123,7 @@ impl<T: Driver, K: Kind<Core = Users>> Registry<T, K> {
 
     /// Unpublishes `obj` (if it is published) and waits until nobody holds it. Sleeps.
     pub(crate) fn retire(&self, obj: &Object<T, K>) {
-        let users = obj.core();
+        let users = obj.core().users();
         let addr = obj as *const Object<T, K> as usize;
         let node = {
             let mut map = self.map.lock();
@@ -131,7 +149,7 @@ impl<T: Driver, K: Kind<Core = Users>> Registry<T, K> {
         let obj = addr as *const Object<T, K>;
         // SAFETY: By the type invariant the object is alive while it is in the map, and it is
         // (we hold the lock); the count keeps it alive after the lock is dropped.
-        unsafe { (*obj).core().count.fetch_add(1, Ordering::Relaxed) };
+        unsafe { (*obj).core().users().count.fetch_add(1, Ordering::Relaxed) };
         drop(map);
         // INVARIANT: The count was raised for this reference.
         NonNull::new(obj.cast_mut()).map(|obj| Held {
@@ -146,12 +164,18 @@ impl<T: Driver, K: Kind<Core = Users>> Registry<T, K> {
 /// # Invariants
 ///
 /// `obj` is live and its `Users::count` counts this reference.
-pub struct Held<'a, T: Driver, K: Kind<Core = Users>> {
+pub struct Held<'a, T: Driver, K: Kind>
+where
+    K::Core: Published,
+{
     obj: NonNull<Object<T, K>>,
     _registry: PhantomData<&'a Registry<T, K>>,
 }
 
-impl<T: Driver, K: Kind<Core = Users>> Deref for Held<'_, T, K> {
+impl<T: Driver, K: Kind> Deref for Held<'_, T, K>
+where
+    K::Core: Published,
+{
     type Target = Object<T, K>;
 
     fn deref(&self) -> &Object<T, K> {
@@ -160,16 +184,22 @@ impl<T: Driver, K: Kind<Core = Users>> Deref for Held<'_, T, K> {
     }
 }
 
-impl<T: Driver, K: Kind<Core = Users>> Drop for Held<'_, T, K> {
+impl<T: Driver, K: Kind> Drop for Held<'_, T, K>
+where
+    K::Core: Published,
+{
     fn drop(&mut self) {
         // Release: what this reference did to the object happens before its destruction.
-        self.core().count.fetch_sub(1, Ordering::Release);
+        self.core().users().count.fetch_sub(1, Ordering::Release);
     }
 }
 
-impl<T: Driver, K: Kind<Core = Users>> Object<T, K> {
+impl<T: Driver, K: Kind> Object<T, K>
+where
+    K::Core: Published,
+{
     /// An identity of the object's protection domain, equal for objects of the same PD.
     pub fn pd_id(&self) -> usize {
-        self.core().pd_id()
+        self.core().users().pd_id()
     }
 }
