@@ -81,3 +81,167 @@ bool rust_helper_rdma_fatal_signal_pending(void)
 	return fatal_signal_pending(current);
 }
 #endif /* CONFIG_INFINIBAND */
+
+#if IS_ENABLED(CONFIG_INFINIBAND) && IS_BUILTIN(CONFIG_NET_UDP_TUNNEL)
+
+#include <linux/crc32.h>
+#include <linux/skbuff.h>
+#include <linux/timer.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+
+/* kernel::rdma::timer: a QP's timer (one lockdep class for all of them). */
+void rust_helper_rdma_qp_timer_setup(struct timer_list *t, void (*fn)(struct timer_list *))
+{
+	timer_setup(t, fn, 0);
+}
+
+void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
+{
+	unsigned long ticks = usecs_to_jiffies(usecs);
+
+	mod_timer(t, jiffies + (ticks ? ticks : 1));
+}
+
+/*
+ * kernel::rdma::wire: a UDP tunnel socket on @port of @ndev (bound to it, in
+ * its namespace), whose datagrams go to @rcv in softirq.
+ */
+struct socket *rust_helper_rdma_wire_open(struct net_device *ndev, bool ipv6, __be16 port,
+					  int (*rcv)(struct sock *, struct sk_buff *))
+{
+	struct udp_port_cfg cfg = {};
+	struct udp_tunnel_sock_cfg tnl = {};
+	struct socket *sock;
+	int err;
+
+	if (ipv6) {
+		if (!IS_ENABLED(CONFIG_IPV6))
+			return ERR_PTR(-EAFNOSUPPORT);
+		cfg.family = AF_INET6;
+		cfg.ipv6_v6only = 1;
+	} else {
+		cfg.family = AF_INET;
+	}
+	cfg.local_udp_port = port;
+	cfg.bind_ifindex = ndev->ifindex;
+	err = udp_sock_create(dev_net(ndev), &cfg, &sock);
+	if (err < 0)
+		return ERR_PTR(err);
+	tnl.encap_type = 1;
+	tnl.encap_rcv = rcv;
+	setup_udp_tunnel_sock(dev_net(ndev), sock, &tnl);
+	return sock;
+}
+
+/* Closes a socket of rust_helper_rdma_wire_open; no callback runs afterwards. */
+void rust_helper_rdma_wire_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock);
+	/* Receivers that found the socket before it was unhashed. */
+	synchronize_rcu();
+}
+
+/* A received packet, linear, from its network header to its end. */
+int rust_helper_rdma_wire_rx(struct sk_buff *skb, struct net_device **ndev, const u8 **data,
+			     u32 *len)
+{
+	if (skb_linearize(skb))
+		return -ENOMEM;
+	*ndev = skb->dev;
+	*data = skb_network_header(skb);
+	*len = skb_tail_pointer(skb) - skb_network_header(skb);
+	return 0;
+}
+
+/* The CRC-32 of the ICRC (reflected, no pre- or post-inversion), as the kernel computes it. */
+u32 rust_helper_rdma_crc32_le(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+
+void rust_helper_rdma_wire_free(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+/* An skb with @len zeroed bytes of data, room for @ndev's link layer before them. */
+struct sk_buff *rust_helper_rdma_wire_alloc(struct net_device *ndev, u32 len, u8 **data)
+{
+	unsigned int head = LL_RESERVED_SPACE(ndev);
+	struct sk_buff *skb = alloc_skb(head + len, GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	*data = skb_put_zero(skb, len);
+	return skb;
+}
+
+/*
+ * Sends the IP packet @skb (its data starts with the IP header) through
+ * @ndev, routed by the header's addresses. Consumes @skb.
+ */
+int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6)
+{
+	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
+	int err;
+
+	if (!ipv6) {
+		const struct iphdr *iph = (const struct iphdr *)skb->data;
+		struct flowi4 fl = {};
+		struct rtable *rt;
+
+		fl.flowi4_oif = ndev->ifindex;
+		fl.saddr = iph->saddr;
+		fl.daddr = iph->daddr;
+		fl.flowi4_proto = IPPROTO_UDP;
+		rt = ip_route_output_key(net, &fl);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		dst = &rt->dst;
+		skb->protocol = htons(ETH_P_IP);
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		const struct ipv6hdr *ip6h = (const struct ipv6hdr *)skb->data;
+		struct flowi6 fl6 = {};
+
+		fl6.flowi6_oif = ndev->ifindex;
+		fl6.saddr = ip6h->saddr;
+		fl6.daddr = ip6h->daddr;
+		fl6.flowi6_proto = IPPROTO_UDP;
+		dst = ip6_route_output(net, NULL, &fl6);
+		if (dst->error) {
+			err = dst->error;
+			dst_release(dst);
+			kfree_skb(skb);
+			return err;
+		}
+		skb->protocol = htons(ETH_P_IPV6);
+#else
+		kfree_skb(skb);
+		return -EAFNOSUPPORT;
+#endif
+	}
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	if (ipv6) {
+#if IS_ENABLED(CONFIG_IPV6)
+		err = ip6_local_out(net, NULL, skb);
+#else
+		err = -EAFNOSUPPORT;
+#endif
+	} else {
+		err = ip_local_out(net, NULL, skb);
+	}
+	return err > 0 ? net_xmit_errno(err) : err;
+}
+
+#endif /* CONFIG_INFINIBAND && CONFIG_NET_UDP_TUNNEL */

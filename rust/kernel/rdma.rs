@@ -27,9 +27,11 @@ pub mod qp;
 pub mod registry;
 pub mod srq;
 pub mod stats;
+pub mod timer;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
+pub mod wire;
 pub mod wr;
 
 pub use ah::{AddressVector, Ah, Network};

@@ -140,8 +140,16 @@ pub trait Driver: Sized + 'static {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`).
+    /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`). The QP's timer
+    /// may still fire while this runs; it is shut down right after.
     fn destroy_qp(_qp: &Qp<Self>) {}
+
+    /// The QP's timer ([`Qp::arm_timer`]) expired. Softirq context.
+    fn qp_timer(_qp: &Qp<Self>) {}
+
+    /// A packet arrived for `dev` on a [`Tunnel`](super::wire::Tunnel) the driver opened.
+    /// Softirq context; the packet is freed when this returns.
+    fn receive(_dev: &Device<Self>, _packet: &super::wire::RxPacket<'_>) {}
 
     /// The doorbell of a user QP: its send queue has new work (`post_send` with no work
     /// requests, from the `POST_SEND` write() command of a provider).
