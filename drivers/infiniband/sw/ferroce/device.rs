@@ -14,6 +14,7 @@ use kernel::{
         DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent,
         PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
         Udata, Wc,
+        wire::{RxPacket, Tunnel, ROCE_V2_PORT},
     },
     str::CStr,
     sync::{Arc, Mutex, SpinLockIrq},
@@ -21,7 +22,7 @@ use kernel::{
 
 use crate::{
     abi, ah, count::ObjectCount, cq, guid, keys::KeyTable, limits, mr, numbers::Counted, qp, srq,
-    stats,
+    stats, wire,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -35,6 +36,7 @@ const PORT: u32 = 1;
 pub(crate) struct Ferroce;
 
 /// Per-device state.
+#[pin_data]
 pub(crate) struct DeviceData {
     /// The port state last reported to ib_core (events are sent on changes only).
     port_active: AtomicBool,
@@ -58,6 +60,10 @@ pub(crate) struct DeviceData {
     pub(crate) ah_dests: Arc<ah::DestTable>,
     /// The port's counters.
     pub(crate) counters: stats::Counters,
+    /// The UDP sockets that receive the device's RoCEv2 packets; closed when the netdev
+    /// unregisters (before its namespace may go) or with the device.
+    #[pin]
+    pub(crate) tunnel: Mutex<Option<Tunnel>>,
 }
 
 impl DeviceData {
@@ -241,6 +247,14 @@ impl rdma::Driver for Ferroce {
         qp::query(q)
     }
 
+    fn qp_timer(q: &Qp<Self>) {
+        crate::rc::timer(q);
+    }
+
+    fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
+        wire::receive(dev, packet.bytes());
+    }
+
     fn destroy_qp(q: &Qp<Self>) {
         qp::destroy(q)
     }
@@ -399,30 +413,50 @@ impl link::Link for Ferroce {
         let slots = KVVec::from_elem(0u16, limits::MAX_MR as usize + 1, GFP_KERNEL)?;
         let ah_slots = KVVec::from_elem(0u16, limits::MAX_AH as usize + 1, GFP_KERNEL)?;
         let qp_slots = KVVec::from_elem(0u16, limits::MAX_QP as usize + 1, GFP_KERNEL)?;
-        let data = DeviceData {
+        let pds = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
+        let cqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
+        let srqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
+        let gsi_qp = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
+        let mr_keys = Arc::pin_init(
+            new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
+            GFP_KERNEL,
+        )?;
+        let qpns = Arc::pin_init(
+            new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"),
+            GFP_KERNEL,
+        )?;
+        let ah_nums = Arc::pin_init(
+            new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
+            GFP_KERNEL,
+        )?;
+        let ah_dests = Arc::pin_init(
+            new_spinlock_irq!(kernel::rbtree::RBTree::new(), "ferroce:ah_dests"),
+            GFP_KERNEL,
+        )?;
+        // The device's packets arrive on these from now on; until it is registered they are
+        // dropped (no device is found for the netdev).
+        let tunnel = Tunnel::open::<Ferroce>(netdev, ROCE_V2_PORT).inspect_err(|e| {
+            pr_err!(
+                "{}: cannot listen on UDP port {} of {} ({:?}; another RoCE device there?)\n",
+                name,
+                ROCE_V2_PORT,
+                netdev.name(),
+                e
+            );
+        })?;
+        let data = try_pin_init!(DeviceData {
             port_active: AtomicBool::new(false),
-            pds: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
-            cqs: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
-            srqs: Arc::new(ObjectCount::new(), GFP_KERNEL)?,
-            gsi_qp: Arc::new(AtomicBool::new(false), GFP_KERNEL)?,
-            mr_keys: Arc::pin_init(
-                new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
-                GFP_KERNEL,
-            )?,
-            qpns: Arc::pin_init(
-                new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"),
-                GFP_KERNEL,
-            )?,
-            ah_nums: Arc::pin_init(
-                new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
-                GFP_KERNEL,
-            )?,
-            ah_dests: Arc::pin_init(
-                new_spinlock_irq!(kernel::rbtree::RBTree::new(), "ferroce:ah_dests"),
-                GFP_KERNEL,
-            )?,
+            pds,
+            cqs,
+            srqs,
+            gsi_qp,
+            mr_keys,
+            qpns,
+            ah_nums,
+            ah_dests,
             counters: stats::Counters::new(),
-        };
+            tunnel <- new_mutex!(Some(tunnel), "ferroce:tunnel"),
+        });
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.
             Err(e) if e == ENFILE => return Err(EEXIST),

@@ -32,18 +32,18 @@ mod srq;
 mod stats;
 mod wq;
 
-// The RoCEv2 wire protocol (headers, opcodes, PSNs, ICRC): `core` only, tested on the host
-// against packets rdma_rxe sent; the data path is its user.
-#[expect(dead_code, reason = "the data path uses it")]
+// The RoCEv2 wire protocol (headers, opcodes, PSNs, ICRC, whole packets, AETH syndromes and
+// timers): `core` only, tested on the host against packets rdma_rxe sent.
 mod bth;
-#[expect(dead_code, reason = "the data path uses it")]
 mod eth;
-#[expect(dead_code, reason = "the data path uses it")]
 mod icrc;
-#[expect(dead_code, reason = "the data path uses it")]
 mod opcode;
-#[expect(dead_code, reason = "the data path uses it")]
+mod packet;
 mod psn;
+mod transport;
+// The wire path: packets in and out (wire.rs), the connected transports on it (rc.rs).
+mod rc;
+mod wire;
 
 use device::Ferroce;
 

@@ -15,7 +15,12 @@ impl NotifierHandler for NetEvents {
             return;
         };
         match event {
-            Event::Unregister => dev.unregister_queued(),
+            Event::Unregister => {
+                // The sockets go now, while the netdev's namespace surely exists (the device
+                // itself goes later, from a work item).
+                drop(dev.data().tunnel.lock().take());
+                dev.unregister_queued();
+            }
             Event::Up | Event::Down | Event::Change => dev.data().sync_port_state(&dev, netdev),
             // The active MTU and the GIDs are read from the netdev when asked for; ib_core
             // maintains the GID table itself.

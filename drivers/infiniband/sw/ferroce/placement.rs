@@ -60,7 +60,7 @@ enum Stop {
 
 /// Why a copy stopped.
 #[derive(Clone, Copy)]
-enum Fault {
+pub(crate) enum Fault {
     /// An element of the source failed its checks (key, PD, range, access).
     Source,
     /// An element of the destination failed its checks.
@@ -70,14 +70,14 @@ enum Fault {
 }
 
 /// A range of a memory region, found and checked; the MR is held while the range is in use.
-struct Range<'a> {
-    mr: Held<'a, Ferroce, MrKind>,
-    offset: usize,
-    len: usize,
+pub(crate) struct Range<'a> {
+    pub(crate) mr: Held<'a, Ferroce, MrKind>,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
 }
 
 /// Finds `len` bytes at `addr` under `key`, for a QP of the PD `pd`, allowing `need`.
-fn find(
+pub(crate) fn find(
     dev: &Device<Ferroce>,
     pd: usize,
     key: u32,
@@ -96,7 +96,7 @@ fn find(
 
 /// A walk along a list of `struct ferroce_sge` (or one remote range written as one), finding
 /// each element's MR when it gets to it. Elements of length 0 are skipped unchecked.
-struct Walk<'a, 's> {
+pub(crate) struct Walk<'a, 's> {
     dev: &'a Device<Ferroce>,
     pd: usize,
     need: u32,
@@ -107,7 +107,7 @@ struct Walk<'a, 's> {
 }
 
 impl<'a, 's> Walk<'a, 's> {
-    fn new(dev: &'a Device<Ferroce>, pd: usize, need: u32, sges: &'s [u8]) -> Self {
+    pub(crate) fn new(dev: &'a Device<Ferroce>, pd: usize, need: u32, sges: &'s [u8]) -> Self {
         Walk {
             dev,
             pd,
@@ -150,8 +150,41 @@ impl<'a, 's> Walk<'a, 's> {
         }
     }
 
+    /// Moves `n` bytes on without copying (the elements passed are checked); `Err` if an
+    /// element fails its checks or the list is shorter.
+    pub(crate) fn skip(&mut self, mut n: usize) -> Result<(), Fault> {
+        while n > 0 {
+            if !self.settle().map_err(|()| Fault::Dest)? {
+                return Err(Fault::Length);
+            }
+            let room = self.cur.as_ref().map_or(0, |r| r.len - self.used);
+            let step = room.min(n);
+            self.used += step;
+            n -= step;
+        }
+        Ok(())
+    }
+
+    /// Copies the next `out.len()` bytes of the list into `out`.
+    pub(crate) fn gather(&mut self, out: &mut [u8]) -> Result<(), Fault> {
+        let mut done = 0;
+        while done < out.len() {
+            if !self.settle().map_err(|()| Fault::Source)? {
+                return Err(Fault::Length);
+            }
+            let r = self.cur.as_ref().ok_or(Fault::Source)?;
+            let n = (r.len - self.used).min(out.len() - done);
+            let umem = r.mr.data().umem().ok_or(Fault::Source)?;
+            umem.read(r.offset + self.used, &mut out[done..done + n])
+                .map_err(|_| Fault::Source)?;
+            self.used += n;
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Checks every element (finding each MR once), without copying.
-    fn check_all(mut self) -> Result<(), ()> {
+    pub(crate) fn check_all(mut self) -> Result<(), ()> {
         while self.settle()? {
             self.used = self.cur.as_ref().map_or(0, |r| r.len);
         }
@@ -160,7 +193,7 @@ impl<'a, 's> Walk<'a, 's> {
 }
 
 /// Where a message's bytes come from.
-enum Source<'a, 's> {
+pub(crate) enum Source<'a, 's> {
     Walk(Walk<'a, 's>),
     Bytes(&'s [u8]),
 }
@@ -169,7 +202,7 @@ enum Source<'a, 's> {
 const COPY_CHUNK: usize = 1 << 20;
 
 /// Copies `len` bytes from `src` to `dst`; yields the CPU every megabyte if it `may_sleep`.
-fn place(
+pub(crate) fn place(
     dst: &mut Walk<'_, '_>,
     src: &mut Source<'_, '_>,
     len: usize,
@@ -218,14 +251,14 @@ fn place(
 }
 
 /// The sum of an SGE list's lengths.
-fn total_len(sges: &[u8]) -> Option<u64> {
+pub(crate) fn total_len(sges: &[u8]) -> Option<u64> {
     sges.chunks(abi::SGE_SIZE).try_fold(0u64, |sum, b| {
         sum.checked_add(RingSge::from_bytes(b)?.length.into())
     })
 }
 
 /// One SGE over a remote range (or a local one), as a walk reads it.
-fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
+pub(crate) fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
     abi::sge_bytes(addr, len as u32, key)
 }
 
@@ -370,7 +403,7 @@ fn run(
         return datagram(qp, req, w, ud, src(), len32);
     }
     if !req.peer_local {
-        // Another host: the RoCEv2 wire path is not there yet.
+        // Another host: connected QPs go through the wire engine (rc.rs), never here.
         return fail(wc_status::GENERAL_ERR);
     }
     let Some(dest) = dev.qp(req.dest_qpn) else {
@@ -647,22 +680,24 @@ fn datagram(
     if len > mtu {
         return fail(wc_status::LOC_LEN_ERR);
     }
-    if !to.local {
-        // Another host: the RoCEv2 wire path is not there yet.
-        return fail(wc_status::GENERAL_ERR);
-    }
     // A Q_Key with the high bit set means the sender's own (IBTA 10.2.5).
     let qkey = if remote_qkey & 0x8000_0000 != 0 {
         req.qkey
     } else {
         remote_qkey
     };
+    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
+    if !to.local {
+        // Another host: one packet on the wire.
+        let solicited = w.send_flags & send_flags::SOLICITED != 0;
+        return crate::wire::send_datagram(qp, &to.av, remote_qpn, qkey, imm, solicited, src, len)
+            .map_err(Stop::Status);
+    }
     let counters = &dev.data().counters;
     let Some(dest) = dev.qp(remote_qpn) else {
         counters.add(Stat::Dropped, 1);
         return Ok(());
     };
-    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
     let route = grh::Route {
         ipv4: to.av.network == Network::Ipv4,
         sgid: to.av.sgid,
@@ -674,48 +709,17 @@ fn datagram(
     let header = grh::ud_grh(&route, len, imm.is_some());
     let mut aborted = false;
     let mut buf = [0u8; RECV_WQE_MAX];
+    let info = DatagramInfo {
+        src_qp: req.qpn,
+        sl: to.av.sl,
+        solicited: w.send_flags & send_flags::SOLICITED != 0,
+        imm,
+    };
     // Placed under the receiver's lock (a datagram is at most 4 KiB), so that datagrams from
     // many senders complete in the order of the receive WQEs.
     let place_into = |wqe: &[u8], max_sge: u32| {
-        let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
-        let num = hdr.map_or(0, abi::recv_wqe_num_sge);
-        let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
-        let placed = match wqe.get(abi::RECV_WQE_HEADER..end) {
-            Some(sges) if hdr.is_some() && num <= max_sge => {
-                let mut walk = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
-                place(&mut walk, &mut Source::Bytes(&header), grh::GRH_LEN, false)
-                    .and_then(|()| place(&mut walk, &mut src, len as usize, false))
-            }
-            // A malformed receive WQE.
-            _ => Err(Fault::Dest),
-        };
-        let status = match placed {
-            Ok(()) => wc_status::SUCCESS,
-            Err(Fault::Length) => wc_status::LOC_LEN_ERR,
-            Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
-            Err(Fault::Source) => {
-                aborted = true;
-                wc_status::REM_ABORT_ERR
-            }
-        };
-        let mut cqe = Cqe {
-            wr_id: hdr.map_or(0, abi::wqe_wr_id),
-            status,
-            opcode: wc_opcode::RECV,
-            byte_len: len + grh::GRH_LEN as u32,
-            qp_num: dest.qp_num(),
-            src_qp: req.qpn,
-            wc_flags: wc_flags::GRH,
-            sl: to.av.sl,
-            port_num: 1,
-            kernel_qp: QpToken::of(&dest).to_bits(),
-            solicited: w.send_flags & send_flags::SOLICITED != 0,
-            ..Cqe::default()
-        };
-        if let Some(imm) = imm {
-            cqe.imm_data = imm;
-            cqe.wc_flags |= wc_flags::WITH_IMM;
-        }
+        let (cqe, src_failed) = place_datagram(&dest, wqe, max_sge, &header, &mut src, len, &info);
+        aborted = src_failed;
         cqe
     };
     let placed = qp::receive_datagram(
@@ -738,4 +742,66 @@ fn datagram(
         return fail(wc_status::LOC_PROT_ERR);
     }
     Ok(())
+}
+
+/// What the receiver of a datagram learns of its sender.
+pub(crate) struct DatagramInfo {
+    pub(crate) src_qp: u32,
+    pub(crate) sl: u8,
+    pub(crate) solicited: bool,
+    /// Immediate data, in wire order.
+    pub(crate) imm: Option<u32>,
+}
+
+/// Places a datagram, its GRH (`header`) and then `len` bytes from `src`, into the receive WQE
+/// `wqe` (as much of it as was read) of `dest`. Returns its completion, and whether the source
+/// failed (the sender's memory went away). A receive WQE too short or unusable completes in
+/// error.
+pub(crate) fn place_datagram(
+    dest: &Qp<Ferroce>,
+    wqe: &[u8],
+    max_sge: u32,
+    header: &[u8; grh::GRH_LEN],
+    src: &mut Source<'_, '_>,
+    len: u32,
+    info: &DatagramInfo,
+) -> (Cqe, bool) {
+    let dev = dest.device();
+    let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
+    let num = hdr.map_or(0, abi::recv_wqe_num_sge);
+    let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
+    let placed = match wqe.get(abi::RECV_WQE_HEADER..end) {
+        Some(sges) if hdr.is_some() && num <= max_sge => {
+            let mut walk = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
+            place(&mut walk, &mut Source::Bytes(header), grh::GRH_LEN, false)
+                .and_then(|()| place(&mut walk, src, len as usize, false))
+        }
+        // A malformed receive WQE.
+        _ => Err(Fault::Dest),
+    };
+    let status = match placed {
+        Ok(()) => wc_status::SUCCESS,
+        Err(Fault::Length) => wc_status::LOC_LEN_ERR,
+        Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
+        Err(Fault::Source) => wc_status::REM_ABORT_ERR,
+    };
+    let mut cqe = Cqe {
+        wr_id: hdr.map_or(0, abi::wqe_wr_id),
+        status,
+        opcode: wc_opcode::RECV,
+        byte_len: len + grh::GRH_LEN as u32,
+        qp_num: dest.qp_num(),
+        src_qp: info.src_qp,
+        wc_flags: wc_flags::GRH,
+        sl: info.sl,
+        port_num: 1,
+        kernel_qp: QpToken::of(dest).to_bits(),
+        solicited: info.solicited,
+        ..Cqe::default()
+    };
+    if let Some(imm) = info.imm {
+        cqe.imm_data = imm;
+        cqe.wc_flags |= wc_flags::WITH_IMM;
+    }
+    (cqe, matches!(placed, Err(Fault::Source)))
 }

@@ -21,45 +21,48 @@ use crate::{
     keys::KeyTable,
     limits, mr,
     numbers::{GsiSlot, Number},
-    placement,
+    placement, rc,
     wq::WorkQueue,
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// What `modify_qp`, `query_qp`, the doorbells and the data path share: the attributes, the
 /// rings and the state of the send queue's executor.
-struct QpShared {
-    attr: QpAttr,
-    sq: WorkQueue,
+pub(crate) struct QpShared {
+    pub(crate) attr: QpAttr,
+    pub(crate) sq: WorkQueue,
     /// `None` when the QP receives from an SRQ.
-    rq: Option<WorkQueue>,
+    pub(crate) rq: Option<WorkQueue>,
     /// Whether the destination of an RC/UC QP is a GID of this device (checked when the
     /// address vector is set).
-    peer_local: bool,
+    pub(crate) peer_local: bool,
     /// Some caller is executing the send queue (`run_sq`); others leave new work to it. While
     /// it runs, the WQE it executes stays in the ring (the consumer index advances when the
     /// WQE completes) and only it completes or flushes send work.
-    sending: bool,
+    pub(crate) sending: bool,
     /// The send queue waits for the destination to post a receive (RNR), until kicked.
     rnr_wait: bool,
     /// Times the QP was kicked (a receive it waited for was posted): an executor that finds
     /// no receive WQE retries at once if a kick came meanwhile.
     kicks: u32,
     /// Times the QP went back to RESET: an executor that sees it changed completes nothing.
-    resets: u32,
+    pub(crate) resets: u32,
     /// The QP whose send queue waits for this QP's receive queue.
     rnr_waiter: Option<u32>,
     /// A requester is placing a message into the receive WQE it took from this QP's RQ; it
     /// completes it (`complete_recv`), and flushes the RQ after it if the QP entered ERR
     /// meanwhile, so that receive completions stay in order.
     receiving: bool,
+    /// The wire state of a connected QP whose peer is elsewhere (rc.rs).
+    pub(crate) conn: rc::Conn,
 }
 
 /// What is left to do once a QP's lock is dropped: tell its CQs, report events, kick the QP
 /// waiting for its receive queue, restart its send queue.
 #[derive(Default)]
 #[must_use]
-struct After {
-    notices: Notices,
+pub(crate) struct After {
+    pub(crate) notices: Notices,
     last_wqe: bool,
     sq_drained: bool,
     waiter: Option<u32>,
@@ -68,7 +71,7 @@ struct After {
 
 impl After {
     /// Does it; `may_sleep` if the caller is in process context with no lock held.
-    fn run(self, qp: &Qp<Ferroce>, may_sleep: bool) {
+    pub(crate) fn run(self, qp: &Qp<Ferroce>, may_sleep: bool) {
         self.notices.deliver(qp);
         if self.last_wqe {
             // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
@@ -89,9 +92,9 @@ impl After {
 /// What the QP's CQs are to be told once the QP lock is dropped.
 #[derive(Default)]
 #[must_use]
-struct Notices {
-    send: Notice,
-    recv: Notice,
+pub(crate) struct Notices {
+    pub(crate) send: Notice,
+    pub(crate) recv: Notice,
 }
 
 impl Notices {
@@ -105,7 +108,7 @@ impl QpShared {
     /// Moves the QP to ERR (from modify or the data path) unless it is there: posted receive
     /// work completes flushed, and so does send work unless an executor is running, which
     /// flushes it; a QP waiting for this one's receives is to be kicked (and fail).
-    fn enter_error(&mut self, qp: &Qp<Ferroce>, after: &mut After) {
+    pub(crate) fn enter_error(&mut self, qp: &Qp<Ferroce>, after: &mut After) {
         if self.attr.qp_state == QpState::Err {
             return;
         }
@@ -124,6 +127,13 @@ impl QpShared {
         if !self.sending {
             let _ = self.flush_sq(qp, &mut after.notices);
         }
+        // A message the wire responder was receiving: its WQE completes flushed, first.
+        if let Some(wr_id) = self.conn.take_held_recv(self.resets) {
+            let cqe = flushed(qp, wr_id, abi::wc_opcode::RECV, qp.qp_num());
+            if let Ok(n) = cq::post(qp.recv_cq(), &cqe) {
+                after.notices.recv = after.notices.recv.or(n);
+            }
+        }
         if !self.receiving {
             let _ = self.flush_rq(qp, &mut after.notices);
             after.last_wqe = qp.srq().is_some();
@@ -132,7 +142,9 @@ impl QpShared {
     }
 
     /// Completes every posted send WQE with a flush error (the QP is in ERR).
-    fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
+    pub(crate) fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
+        // The wire requester's records go with the WQEs they describe.
+        self.conn.clear_requester();
         let qpn = qp.qp_num();
         self.sq.drain(|hdr: &[u8; abi::SEND_WQE_HEADER]| {
             let wr_id = abi::wqe_wr_id(hdr.first_chunk().unwrap_or(&[0; abi::RECV_WQE_HEADER]));
@@ -179,10 +191,22 @@ fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
 pub(crate) struct QpData {
     /// The QP's number, held while the QP exists.
     _number: QpNumber,
-    init: QpInitAttr,
-    /// Taken in any context (kernel users post from softirq).
+    pub(crate) init: QpInitAttr,
+    /// Taken in any context (kernel users post from softirq, packets arrive in softirq).
     #[pin]
-    state: SpinLockIrq<QpShared>,
+    pub(crate) state: SpinLockIrq<QpShared>,
+    /// The PSN of the next UD datagram sent on the wire (receivers do not check it).
+    ud_psn: AtomicU32,
+}
+
+impl QpData {
+    pub(crate) fn qp_type(&self) -> QpType {
+        self.init.qp_type
+    }
+
+    pub(crate) fn next_ud_psn(&self) -> u32 {
+        self.ud_psn.fetch_add(1, Ordering::Relaxed) & crate::psn::MASK
+    }
 }
 
 /// Where a QP's number comes from: QP1 is the general services QP; the others are numbered
@@ -293,6 +317,7 @@ pub(crate) fn create(
     };
     let qpn = number.get();
     let init = *init;
+    let conn = rc::Conn::new(sq_entries)?;
     let data = try_pin_init!(QpData {
         _number: number,
         init,
@@ -308,9 +333,11 @@ pub(crate) fn create(
                 resets: 0,
                 rnr_waiter: None,
                 receiving: false,
+                conn,
             },
             "ferroce:qp"
         ),
+        ud_psn: AtomicU32::new(0),
     });
     Ok((data, qpn))
 }
@@ -429,6 +456,16 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
     a.qp_state = next;
     a.cur_qp_state = next;
+    let (rq_psn, sq_psn, retry_cnt, rnr_retry) = (a.rq_psn, a.sq_psn, a.retry_cnt, a.rnr_retry);
+    if mask & m::RQ_PSN != 0 {
+        st.conn.set_rq_psn(rq_psn);
+    }
+    if mask & m::SQ_PSN != 0 {
+        st.conn.set_sq_psn(sq_psn);
+    }
+    if mask & (m::RETRY_CNT | m::RNR_RETRY) != 0 {
+        st.conn.set_retries(retry_cnt, rnr_retry);
+    }
     if let Some(local) = peer_local {
         st.peer_local = local;
     }
@@ -446,6 +483,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
                 // receive being placed. A waiting requester is let go (to fail).
                 st.resets = st.resets.wrapping_add(1);
                 st.rnr_wait = false;
+                st.conn.reset();
                 after.waiter = st.rnr_waiter.take();
                 let _ = st.sq.discard();
                 if let Some(rq) = &mut st.rq {
@@ -484,7 +522,13 @@ pub(crate) fn destroy(qp: &Qp<Ferroce>) {
 pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     let data = qp.data();
     let st = data.state.lock();
-    Ok((st.attr, data.init))
+    let mut attr = st.attr;
+    if !st.peer_local && matches!(data.init.qp_type, QpType::Rc | QpType::Uc) {
+        // Where the wire has got to: the next PSN each side sends or expects.
+        attr.sq_psn = st.conn.sq_psn();
+        attr.rq_psn = st.conn.rq_psn();
+    }
+    Ok((attr, data.init))
 }
 
 /// The provider (or a kernel user's post) published send work. In RTS it is executed now, in
@@ -596,6 +640,11 @@ enum Budget {
 /// each. Where it `may_sleep`, it yields the CPU between WQEs.
 fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
     let data = qp.data();
+    if matches!(data.init.qp_type, QpType::Rc | QpType::Uc) && !data.state.lock().peer_local {
+        // A peer elsewhere: the wire engine executes the queue (the token passes on).
+        rc::run(qp, may_sleep);
+        return;
+    }
     let mut wqe = [0u8; SEND_WQE_MAX];
     loop {
         let mut after = After::default();

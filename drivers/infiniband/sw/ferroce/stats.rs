@@ -2,8 +2,8 @@
 
 //! The device's port counters (`rdma statistic show`, `ports/1/hw_counters/`).
 //!
-//! Direct placement moves messages, not packets, so its counters count messages; the wire
-//! path's packet, retransmission and ICRC counters come with it.
+//! Messages count for both paths (direct placement between QPs of the device and the RoCEv2
+//! wire); packets, retransmissions, NAKs and ICRC errors for the wire only.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{c_str, rdma::Counter};
@@ -26,9 +26,25 @@ pub(crate) enum Stat {
     /// Messages a responder dropped (not in a receiving state, not connected to the
     /// requester, wrong Q_Key, no receive WQE for UD/UC, gone).
     Dropped,
+    /// Packets sent on the wire (retransmissions included).
+    SentPkts,
+    /// Packets received from the wire and taken by a QP.
+    RcvdPkts,
+    /// Packets sent again (go-back-N after a timeout, a NAK or an RNR NAK).
+    Retransmits,
+    /// Retransmission timeouts of a requester.
+    Timeouts,
+    /// NAKs and RNR NAKs a requester received.
+    NaksRcvd,
+    /// Packets a responder took for out of sequence (it NAKs the first of a run).
+    SeqErrors,
+    /// Duplicate requests a responder acknowledged or answered again.
+    DupRequests,
+    /// Packets dropped for a bad ICRC, a malformed header or an unknown QP.
+    BadPkts,
 }
 
-const COUNT: usize = Stat::Dropped as usize + 1;
+const COUNT: usize = Stat::BadPkts as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -39,6 +55,14 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("rnr_waits")),
     Counter::new(c_str!("naks")),
     Counter::new(c_str!("dropped")),
+    Counter::new(c_str!("sent_pkts")),
+    Counter::new(c_str!("rcvd_pkts")),
+    Counter::new(c_str!("retransmits")),
+    Counter::new(c_str!("timeouts")),
+    Counter::new(c_str!("naks_rcvd")),
+    Counter::new(c_str!("seq_errors")),
+    Counter::new(c_str!("dup_requests")),
+    Counter::new(c_str!("bad_pkts")),
 ];
 
 /// The counters of a device (it has one port).

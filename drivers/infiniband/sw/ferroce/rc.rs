@@ -1,0 +1,1578 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The connected transports on the wire (RC and UC, IBTA chapter 9): requester, completer and
+//! responder of a QP whose peer is on another host (or another ferroce device).
+//!
+//! Requester: the send queue's executor (`run`, in the doorbell system call, or in softirq when
+//! an acknowledgement opens the window) turns WQEs into packets, up to [`WINDOW`] packets in
+//! flight, with PSNs from the QP's `sq_psn` on. A WQE stays in the ring until it completes; a
+//! record per started WQE (`Rec`) keeps what the completer needs. RC asks for an
+//! acknowledgement at the end of each message and every [`ACK_EVERY`] packets.
+//!
+//! Completer (RC): ACKs complete the messages they cover in order; READ responses and atomic
+//! acknowledgements carry data back; a NAK for a PSN sequence error or a timeout goes back to
+//! the first unacknowledged PSN and sends again from there (go-back-N, `retry_cnt` timeouts at
+//! most); an RNR NAK waits the time it names and sends again (`rnr_retry` times, 7 = for ever);
+//! other NAKs fail the WQE and put the QP in error. An ACK that covers a READ or an atomic
+//! whose response has not come means the response was lost: the request is sent again.
+//!
+//! Responder (softirq): each packet is taken under the QP's lock, in PSN order. RC NAKs the
+//! first packet of an out-of-sequence run, acknowledges duplicates again (a duplicate READ is
+//! served again, a duplicate atomic answered from the saved result), and NAKs what it cannot
+//! do: RNR when no receive WQE is posted, invalid request, remote access and operational
+//! errors (the latter three put it in error). UC drops a message that lost a packet.
+//!
+//! Timers: one per QP (`kernel::rdma::timer`), for the acknowledgement timeout or the RNR
+//! wait; progress is seen by the oldest unacknowledged PSN moving on.
+
+use core::sync::atomic::Ordering;
+use kernel::{
+    alloc::KVec,
+    prelude::*,
+    rdma::{access, AddressVector, Qp, QpState, QpToken, QpType},
+};
+
+use crate::{
+    abi::{self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as wop, Cqe, SendWqe, WqeUnion},
+    bth::Bth,
+    device::Ferroce,
+    eth::{Aeth, AtomicEth, Reth},
+    limits,
+    opcode::{self, op},
+    packet::{Headers, Parsed, Route},
+    placement::{self, Fault, Source, Walk},
+    psn,
+    qp::{After, QpShared, RECV_WQE_MAX, SEND_WQE_MAX},
+    stats::Stat,
+    transport::{self, NakCode, Syndrome},
+    wire::{self, TxError},
+};
+
+/// Packets a requester has in flight at most.
+const WINDOW: u32 = 256;
+/// Packets one turn of the executor sends before it looks at the QP again.
+const BURST: u32 = 32;
+/// An RC requester asks for an acknowledgement at least every this many packets.
+const ACK_EVERY: u32 = 32;
+/// Atomic results a responder keeps to answer duplicates.
+const SAVED_ATOMICS: usize = 16;
+/// `IBV_SEND_FENCE`: wait for the READs and atomics before.
+const FENCE: u32 = 1 << 0;
+
+/// A WQE the requester has taken from its send queue (the `i`-th pending one).
+#[derive(Clone, Copy, Default)]
+struct Rec {
+    wr_id: u64,
+    op: u32,
+    signaled: bool,
+    len: u32,
+    /// PSN of its first packet (valid once started).
+    first_psn: u32,
+    /// PSNs it takes: its packets, a READ's response packets, one for an atomic.
+    npkts: u32,
+    /// Bytes of a READ's response placed.
+    done: u32,
+    started: bool,
+    /// A local error found when it was taken: it completes with this status once it is the
+    /// oldest.
+    failed: u32,
+}
+
+impl Rec {
+    fn last_psn(&self) -> u32 {
+        psn::add(self.first_psn, self.npkts.max(1) - 1)
+    }
+
+    fn waits_response(&self) -> bool {
+        matches!(
+            self.op,
+            wop::RDMA_READ | wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD
+        )
+    }
+
+    fn contains(&self, p: u32) -> bool {
+        self.started && psn::diff(p, self.first_psn) >= 0 && psn::diff(p, self.last_psn()) <= 0
+    }
+}
+
+/// What the QP's timer is set for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TimerUse {
+    Idle,
+    /// The acknowledgement timeout (RC).
+    Ack,
+    /// The wait an RNR NAK asked for.
+    Rnr,
+}
+
+/// The message a responder is in the middle of.
+#[derive(Clone, Copy)]
+enum InMsg {
+    None,
+    Send { placed: u32 },
+    Write { va: u64, rkey: u32, left: u32, total: u32 },
+}
+
+/// The receive WQE a message in progress fills (taken from the RQ or the SRQ).
+struct RecvHeld {
+    wqe: [u8; RECV_WQE_MAX],
+    len: usize,
+    max_sge: u32,
+    resets: u32,
+}
+
+/// The wire state of a connected QP (under the QP's lock).
+pub(crate) struct Conn {
+    // Requester: the records of started WQEs, a ring over `recs` from `head`.
+    recs: KVec<Rec>,
+    head: usize,
+    count: usize,
+    /// The record being sent (records before it are sent whole).
+    next: usize,
+    /// Bytes of record `next` sent.
+    off: u32,
+    /// The PSN of the next packet.
+    psn: u32,
+    /// The oldest PSN not acknowledged.
+    una: u32,
+    /// Changes when the requester goes back (a turn of the executor started before sent
+    /// packets that no longer count).
+    gen: u32,
+    retries: u8,
+    rnr_retries: u8,
+    timer: TimerUse,
+    una_at_arm: u32,
+    /// Waiting out an RNR NAK.
+    rnr_hold: bool,
+    // Responder.
+    epsn: u32,
+    msn: u32,
+    nak_sent: bool,
+    msg: InMsg,
+    recv: Option<RecvHeld>,
+    atomics: [(u32, u64, bool); SAVED_ATOMICS],
+    atomic_next: usize,
+}
+
+impl Conn {
+    /// The state of a QP whose send queue has `sq_entries` entries.
+    pub(crate) fn new(sq_entries: u32) -> Result<Self> {
+        let mut recs = KVec::with_capacity(sq_entries as usize, GFP_KERNEL)?;
+        for _ in 0..sq_entries {
+            recs.push(Rec::default(), GFP_KERNEL)?;
+        }
+        Ok(Conn {
+            recs,
+            head: 0,
+            count: 0,
+            next: 0,
+            off: 0,
+            psn: 0,
+            una: 0,
+            gen: 0,
+            retries: 0,
+            rnr_retries: 0,
+            timer: TimerUse::Idle,
+            una_at_arm: 0,
+            rnr_hold: false,
+            epsn: 0,
+            msn: 0,
+            nak_sent: false,
+            msg: InMsg::None,
+            recv: None,
+            atomics: [(0, 0, false); SAVED_ATOMICS],
+            atomic_next: 0,
+        })
+    }
+
+    fn rec(&self, i: usize) -> Rec {
+        let n = self.recs.len().max(1);
+        self.recs.get((self.head + i) % n).copied().unwrap_or_default()
+    }
+
+    fn set_rec(&mut self, i: usize, r: Rec) {
+        let n = self.recs.len().max(1);
+        if let Some(slot) = self.recs.get_mut((self.head + i) % n) {
+            *slot = r;
+        }
+    }
+
+    fn push(&mut self, r: Rec) -> bool {
+        if self.count >= self.recs.len() {
+            return false;
+        }
+        self.count += 1;
+        self.set_rec(self.count - 1, r);
+        true
+    }
+
+    fn pop(&mut self) -> Rec {
+        let r = self.rec(0);
+        if self.count > 0 {
+            self.head = (self.head + 1) % self.recs.len().max(1);
+            self.count -= 1;
+            self.next = self.next.saturating_sub(1);
+            if self.next == 0 && self.count == 0 {
+                self.off = 0;
+            }
+        }
+        r
+    }
+
+    /// Forgets the requester's records (the send queue was flushed or emptied).
+    pub(crate) fn clear_requester(&mut self) {
+        self.head = 0;
+        self.count = 0;
+        self.next = 0;
+        self.off = 0;
+        self.una = self.psn;
+        self.gen = self.gen.wrapping_add(1);
+        self.rnr_hold = false;
+        self.timer = TimerUse::Idle;
+    }
+
+    /// Back to RESET: everything goes.
+    pub(crate) fn reset(&mut self) {
+        self.clear_requester();
+        self.msg = InMsg::None;
+        self.recv = None;
+        self.nak_sent = false;
+        self.msn = 0;
+        self.atomics = [(0, 0, false); SAVED_ATOMICS];
+    }
+
+    /// The PSNs a modify set: the responder's expected one, the requester's next one.
+    pub(crate) fn set_rq_psn(&mut self, p: u32) {
+        self.epsn = p & psn::MASK;
+    }
+
+    pub(crate) fn set_sq_psn(&mut self, p: u32) {
+        self.psn = p & psn::MASK;
+        self.una = self.psn;
+    }
+
+    pub(crate) fn set_retries(&mut self, retry_cnt: u8, rnr_retry: u8) {
+        self.retries = retry_cnt;
+        self.rnr_retries = rnr_retry;
+    }
+
+    pub(crate) fn sq_psn(&self) -> u32 {
+        self.psn
+    }
+
+    pub(crate) fn rq_psn(&self) -> u32 {
+        self.epsn
+    }
+
+    /// The receive WQE of a message in progress, which a move to ERR completes flushed first.
+    pub(crate) fn take_held_recv(&mut self, resets: u32) -> Option<u64> {
+        self.msg = InMsg::None;
+        let h = self.recv.take()?;
+        let hdr: &[u8; abi::RECV_WQE_HEADER] = h.wqe.first_chunk()?;
+        (h.resets == resets).then(|| abi::wqe_wr_id(hdr))
+    }
+
+    fn outstanding(&self) -> u32 {
+        psn::diff(self.psn, self.una).max(0) as u32
+    }
+}
+
+fn mtu_of(st: &QpShared) -> u32 {
+    256u32 << st.attr.path_mtu.clamp(1, 5).saturating_sub(1)
+}
+
+/// A WQE read for the wire, checked against the QP's limits and the local memory.
+struct Msg<'a> {
+    w: SendWqe,
+    sges: &'a [u8],
+    inline: Option<&'a [u8]>,
+    len: u32,
+}
+
+/// Reads and checks a send WQE (the requester's own checks: nothing goes out for a WQE that
+/// fails them); `Err` is the completion status.
+fn message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
+    let hdr = wqe
+        .first_chunk::<{ abi::SEND_WQE_HEADER }>()
+        .ok_or(wc_status::LOC_QP_OP_ERR)?;
+    let w = SendWqe::from_bytes(hdr);
+    let body = &wqe[abi::SEND_WQE_HEADER..];
+    let is_send = matches!(w.opcode, wop::SEND | wop::SEND_WITH_IMM);
+    let is_write = matches!(w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
+    let is_atomic = matches!(w.opcode, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD);
+    let allowed = if uc {
+        is_send || is_write
+    } else {
+        is_send || is_write || is_atomic || w.opcode == wop::RDMA_READ
+    };
+    let inline = w.send_flags & send_flags::INLINE != 0;
+    // Kernel users' memory (DMA and fast-registration MRs) is not placed yet.
+    if !allowed || (inline && !(is_send || is_write)) || !qp.is_user() {
+        return Err(wc_status::LOC_QP_OP_ERR);
+    }
+    let (sges, inline_bytes) = if inline {
+        let n = w.inline_len as usize;
+        if w.inline_len > st_cap.max_inline_data || n > body.len() {
+            return Err(wc_status::LOC_LEN_ERR);
+        }
+        (&body[..0], Some(&body[..n]))
+    } else {
+        let n = w.num_sge as usize * abi::SGE_SIZE;
+        if w.num_sge > st_cap.max_send_sge || n > body.len() {
+            return Err(wc_status::LOC_QP_OP_ERR);
+        }
+        (&body[..n], None)
+    };
+    let len = match inline_bytes {
+        Some(b) => b.len() as u64,
+        None => placement::total_len(sges).ok_or(wc_status::LOC_LEN_ERR)?,
+    };
+    if len > u64::from(limits::MAX_MSG_SZ) || (is_atomic && len != 8) {
+        return Err(wc_status::LOC_LEN_ERR);
+    }
+    let need_local = if is_send || is_write { 0 } else { access::LOCAL_WRITE };
+    if Walk::new(qp.device(), qp.pd_id(), need_local, sges)
+        .check_all()
+        .is_err()
+    {
+        return Err(wc_status::LOC_PROT_ERR);
+    }
+    Ok(Msg {
+        w,
+        sges,
+        inline: inline_bytes,
+        len: len as u32,
+    })
+}
+
+/// What one turn of the executor needs, read under the lock.
+struct Turn {
+    route: Route,
+    dest_qpn: u32,
+    mtu: u32,
+    psn: u32,
+    off: u32,
+    gen: u32,
+    resets: u32,
+    rc: bool,
+    budget: u32,
+}
+
+/// How far a turn got.
+struct Progress {
+    psn: u32,
+    off: u32,
+    whole: bool,
+}
+
+/// Executes the send queue of a connected QP on the wire until it is empty, waits (window,
+/// RNR, fence, READ credits), or leaves RTS. The caller set `sending`; this clears it.
+pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let data = qp.data();
+    let uc = data.qp_type() == QpType::Uc;
+    let mut wqe = [0u8; SEND_WQE_MAX];
+    loop {
+        let mut after = After::default();
+        let mut guard = data.state.lock();
+        let st = &mut *guard;
+        let state = st.attr.qp_state;
+        if matches!(state, QpState::Err | QpState::Sqe) {
+            let _ = st.flush_sq(qp, &mut after.notices);
+            st.sending = false;
+            drop(guard);
+            after.run(qp, may_sleep);
+            return;
+        }
+        let stop = !matches!(state, QpState::Rts | QpState::Sqd)
+            || st.conn.rnr_hold
+            || st.conn.outstanding() >= WINDOW;
+        if stop {
+            st.sending = false;
+            return;
+        }
+        let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
+        if st.conn.next == st.conn.count {
+            // Take the next WQE, if there is one and it may start now.
+            let pending = st.sq.pending().unwrap_or(0) as usize;
+            if state == QpState::Sqd
+                || pending <= st.conn.count
+                || st.sq.peek(st.conn.count as u32, &mut wqe[..len]).is_err()
+            {
+                st.sending = false;
+                return;
+            }
+            let mut rec = Rec::default();
+            match message(qp, &st.attr.cap, uc, &wqe[..len]) {
+                Ok(m) => {
+                    rec.wr_id = m.w.wr_id;
+                    rec.op = m.w.opcode;
+                    rec.signaled =
+                        data.init.sq_sig_all || m.w.send_flags & send_flags::SIGNALED != 0;
+                    rec.len = m.len;
+                    let mtu = mtu_of(st);
+                    rec.npkts = match m.w.opcode {
+                        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => 1,
+                        _ => m.len.div_ceil(mtu).max(1),
+                    };
+                    let waiting = (0..st.conn.count)
+                        .filter(|&i| st.conn.rec(i).waits_response())
+                        .count() as u32;
+                    if waiting > 0
+                        && (m.w.send_flags & FENCE != 0
+                            || (rec.waits_response()
+                                && waiting >= u32::from(st.attr.max_rd_atomic.max(1))))
+                    {
+                        // Fenced, or out of READ/atomic credits: resumed by their completion.
+                        st.sending = false;
+                        return;
+                    }
+                }
+                Err(status) => {
+                    let hdr = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>();
+                    if let Some(h) = hdr {
+                        let w = SendWqe::from_bytes(h);
+                        rec.wr_id = w.wr_id;
+                        rec.op = w.opcode;
+                    }
+                    rec.signaled = true;
+                    rec.failed = status;
+                }
+            }
+            if !st.conn.push(rec) {
+                st.sending = false;
+                return;
+            }
+        }
+        let i = st.conn.next;
+        let mut rec = st.conn.rec(i);
+        if rec.failed != 0 {
+            if i == 0 {
+                complete_front(qp, st, rec.failed, &mut after);
+                drop(guard);
+                after.run(qp, may_sleep);
+                continue;
+            }
+            // It fails once what was sent before it has completed.
+            st.sending = false;
+            return;
+        }
+        if st.sq.peek(i as u32, &mut wqe[..len]).is_err() {
+            st.sending = false;
+            return;
+        }
+        let Some(av) = st.attr.av else {
+            st.sending = false;
+            return;
+        };
+        if !rec.started {
+            rec.started = true;
+            rec.first_psn = st.conn.psn;
+            st.conn.set_rec(i, rec);
+        }
+        let turn = Turn {
+            route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
+            dest_qpn: st.attr.dest_qp_num,
+            mtu: mtu_of(st),
+            psn: st.conn.psn,
+            off: st.conn.off,
+            gen: st.conn.gen,
+            resets: st.resets,
+            rc: !uc,
+            budget: BURST.min(WINDOW - st.conn.outstanding()),
+        };
+        drop(guard);
+        let sent = send_turn(qp, &turn, &wqe[..len], uc);
+        let mut guard = data.state.lock();
+        let st = &mut *guard;
+        if st.conn.gen != turn.gen || st.resets != turn.resets {
+            // Gone back (or reset) meanwhile: what this turn sent no longer counts.
+            continue;
+        }
+        match sent {
+            Ok(p) => {
+                st.conn.psn = p.psn;
+                st.conn.off = p.off;
+                if p.whole {
+                    st.conn.next += 1;
+                    st.conn.off = 0;
+                }
+                if uc {
+                    // UC completes a message once it is sent; nothing is acknowledged.
+                    st.conn.una = st.conn.psn;
+                    while st.conn.count > 0 && st.conn.next > 0 {
+                        complete_front(qp, st, wc_status::SUCCESS, &mut after);
+                    }
+                } else if st.conn.timer == TimerUse::Idle && st.conn.outstanding() > 0 {
+                    arm_ack_timer(qp, st);
+                }
+            }
+            Err(status) => {
+                rec = st.conn.rec(i);
+                rec.failed = status;
+                st.conn.set_rec(i, rec);
+            }
+        }
+        drop(guard);
+        after.run(qp, may_sleep);
+        if may_sleep {
+            kernel::rdma::context::cond_resched();
+        }
+    }
+}
+
+fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
+    if let Some(ns) = transport::ack_timeout_ns(st.attr.timeout) {
+        st.conn.timer = TimerUse::Ack;
+        st.conn.una_at_arm = st.conn.una;
+        qp.arm_timer((ns / 1000).min(u64::from(u32::MAX)) as u32);
+    }
+}
+
+/// Sends up to `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local error
+/// (the sender's memory went away).
+fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progress, u32> {
+    let dev = qp.device();
+    let data = qp.data();
+    let cap = data.state.lock().attr.cap;
+    let m = message(qp, &cap, uc, wqe)?;
+    let transport = if uc { opcode::UC } else { opcode::RC };
+    let Some(netdev) = dev.netdev(1) else {
+        // No netdev (it is going away): as if the packets were lost.
+        return Ok(Progress {
+            psn: t.psn,
+            off: t.off,
+            whole: false,
+        });
+    };
+    let bth = |opcode: u8, p: u32, ack_req: bool, se: bool| Bth {
+        opcode: transport | opcode,
+        se,
+        pkey: wire::DEFAULT_PKEY,
+        dest_qp: t.dest_qpn,
+        ack_req: ack_req && t.rc,
+        psn: p,
+        ..Bth::default()
+    };
+    let solicited = m.w.send_flags & send_flags::SOLICITED != 0;
+    match m.w.opcode {
+        wop::RDMA_READ => {
+            let WqeUnion::Rdma { remote_addr, rkey } = m.w.wr else {
+                return Err(wc_status::LOC_QP_OP_ERR);
+            };
+            let off = t.off.min(m.len);
+            let h = Headers {
+                bth: bth(op::RDMA_READ_REQUEST, t.psn, true, false),
+                reth: Some(Reth {
+                    va: remote_addr.wrapping_add(off.into()),
+                    rkey,
+                    dma_len: m.len - off,
+                }),
+                ..Headers::default()
+            };
+            let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
+            Ok(Progress {
+                psn: psn::add(t.psn, (m.len - off).div_ceil(t.mtu).max(1)),
+                off: m.len,
+                whole: true,
+            })
+        }
+        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => {
+            let WqeUnion::Atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+            } = m.w.wr
+            else {
+                return Err(wc_status::LOC_QP_OP_ERR);
+            };
+            let (opc, swap_add, compare) = if m.w.opcode == wop::ATOMIC_CMP_AND_SWP {
+                (op::COMPARE_SWAP, swap, compare_add)
+            } else {
+                (op::FETCH_ADD, compare_add, 0)
+            };
+            let h = Headers {
+                bth: bth(opc, t.psn, true, false),
+                atomic_eth: Some(AtomicEth {
+                    va: remote_addr,
+                    rkey,
+                    swap_add,
+                    compare,
+                }),
+                ..Headers::default()
+            };
+            let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
+            Ok(Progress {
+                psn: psn::add(t.psn, 1),
+                off: 8,
+                whole: true,
+            })
+        }
+        _ => {
+            let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
+            let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
+            let (remote_addr, rkey) = match m.w.wr {
+                WqeUnion::Rdma { remote_addr, rkey } => (remote_addr, rkey),
+                _ if write => return Err(wc_status::LOC_QP_OP_ERR),
+                _ => (0, 0),
+            };
+            let mut walk = Walk::new(dev, qp.pd_id(), 0, m.sges);
+            if m.inline.is_none() {
+                walk.skip(t.off as usize).map_err(|_| wc_status::LOC_PROT_ERR)?;
+            }
+            let (mut off, mut p, mut n) = (t.off.min(m.len), t.psn, 0u32);
+            loop {
+                let chunk = t.mtu.min(m.len - off);
+                let first = off == 0;
+                let last = off + chunk == m.len;
+                n += 1;
+                let opc = match (write, first, last) {
+                    (false, true, true) if with_imm => op::SEND_ONLY_WITH_IMMEDIATE,
+                    (false, true, true) => op::SEND_ONLY,
+                    (false, true, false) => op::SEND_FIRST,
+                    (false, false, false) => op::SEND_MIDDLE,
+                    (false, false, true) if with_imm => op::SEND_LAST_WITH_IMMEDIATE,
+                    (false, false, true) => op::SEND_LAST,
+                    (true, true, true) if with_imm => op::RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+                    (true, true, true) => op::RDMA_WRITE_ONLY,
+                    (true, true, false) => op::RDMA_WRITE_FIRST,
+                    (true, false, false) => op::RDMA_WRITE_MIDDLE,
+                    (true, false, true) if with_imm => op::RDMA_WRITE_LAST_WITH_IMMEDIATE,
+                    (true, false, true) => op::RDMA_WRITE_LAST,
+                };
+                let ack_req = last || n == t.budget || p % ACK_EVERY == 0;
+                let se = last && solicited && (!write || with_imm);
+                let h = Headers {
+                    bth: bth(opc, p, ack_req, se),
+                    reth: (write && first).then_some(Reth {
+                        va: remote_addr,
+                        rkey,
+                        dma_len: m.len,
+                    }),
+                    imm: (last && with_imm).then_some(wire::imm_to_wire(m.w.imm_data)),
+                    ..Headers::default()
+                };
+                let fill = |out: &mut [u8]| match m.inline {
+                    Some(b) => {
+                        let at = off as usize;
+                        out.copy_from_slice(b.get(at..at + out.len()).ok_or(Fault::Source)?);
+                        Ok(())
+                    }
+                    None => walk.gather(out),
+                };
+                match wire::transmit(dev, &netdev, &t.route, &h, chunk as usize, fill) {
+                    Ok(()) | Err(TxError::Lost) => {}
+                    Err(TxError::Fill(_)) => return Err(wc_status::LOC_PROT_ERR),
+                }
+                off += chunk;
+                p = psn::add(p, 1);
+                if last || n >= t.budget {
+                    return Ok(Progress {
+                        psn: p,
+                        off,
+                        whole: last,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Completes the oldest record with `status` (its WQE leaves the ring); an error puts an RC QP
+/// in error, a UC QP's send queue in SQE.
+fn complete_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, after: &mut After) {
+    if st.conn.count == 0 {
+        return;
+    }
+    let r = st.conn.pop();
+    let _ = st.sq.consume(1);
+    let counters = &qp.device().data().counters;
+    if status == wc_status::SUCCESS {
+        counters.add(Stat::SentMsgs, 1);
+        counters.add(Stat::SentBytes, r.len.into());
+    }
+    if r.signaled || status != wc_status::SUCCESS {
+        let cqe = Cqe {
+            wr_id: r.wr_id,
+            status,
+            opcode: abi::wc_opcode_of(r.op).unwrap_or(wc_opcode::SEND),
+            byte_len: r.len,
+            qp_num: qp.qp_num(),
+            port_num: 1,
+            kernel_qp: QpToken::of(qp).to_bits(),
+            ..Cqe::default()
+        };
+        if let Ok(n) = crate::cq::post(qp.send_cq(), &cqe) {
+            after.notices.send = after.notices.send.or(n);
+        }
+    }
+    if status != wc_status::SUCCESS {
+        if qp.data().qp_type() == QpType::Rc {
+            st.enter_error(qp, after);
+        } else if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+            st.attr.qp_state = QpState::Sqe;
+            st.attr.cur_qp_state = QpState::Sqe;
+        }
+    }
+    if st.conn.count == 0 && st.conn.timer == TimerUse::Ack {
+        st.conn.timer = TimerUse::Idle;
+        qp.cancel_timer();
+    }
+}
+
+/// Sends again from PSN `p` (go-back-N): the record holding it becomes the one being sent.
+fn go_back(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32) {
+    let mtu = mtu_of(st);
+    let c = &mut st.conn;
+    let Some(i) = (0..=c.next.min(c.count.saturating_sub(1)))
+        .find(|&i| i < c.count && c.rec(i).contains(p))
+    else {
+        return;
+    };
+    let r = c.rec(i);
+    let k = psn::diff(p, r.first_psn).max(0) as u32;
+    let off = if matches!(r.op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD) {
+        0
+    } else {
+        k.saturating_mul(mtu).min(r.len)
+    };
+    let resent = psn::diff(c.psn, p).max(0) as u64;
+    // A READ is asked for again from the first byte not yet placed.
+    let (p, off) = if r.op == wop::RDMA_READ {
+        let done = r.done - r.done % mtu;
+        (psn::add(r.first_psn, done / mtu), done)
+    } else {
+        (p, off)
+    };
+    c.next = i;
+    c.off = off;
+    c.psn = p;
+    c.gen = c.gen.wrapping_add(1);
+    qp.device().data().counters.add(Stat::Retransmits, resent);
+}
+
+/// Every PSN up to `p` is acknowledged: completes the messages it covers, in order.
+fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
+    if psn::diff(p, st.conn.una) < 0 || psn::diff(p, st.conn.psn) >= 0 {
+        // Old, or for PSNs never sent.
+        return;
+    }
+    while st.conn.count > 0 && st.conn.next > 0 {
+        let r = st.conn.rec(0);
+        if !r.started || psn::diff(r.last_psn(), p) > 0 {
+            break;
+        }
+        if r.waits_response() {
+            // Acknowledged past a READ or an atomic whose response did not come: it was lost.
+            st.conn.una = r.first_psn;
+            let resume_at = psn::add(r.first_psn, r.done / mtu_of(st));
+            go_back(qp, st, resume_at);
+            return;
+        }
+        complete_front(qp, st, wc_status::SUCCESS, after);
+    }
+    st.conn.una = psn::add(p, 1);
+    st.conn.retries = st.attr.retry_cnt;
+    progress(qp, st);
+}
+
+/// The oldest unacknowledged PSN moved: the timer restarts, or stops if nothing is in flight.
+fn progress(qp: &Qp<Ferroce>, st: &mut QpShared) {
+    if st.conn.timer != TimerUse::Ack {
+        return;
+    }
+    if st.conn.outstanding() == 0 && st.conn.count == 0 {
+        st.conn.timer = TimerUse::Idle;
+        qp.cancel_timer();
+    } else {
+        st.conn.una_at_arm = st.conn.una;
+    }
+}
+
+/// Fails the oldest WQE with `status` (a NAK or exhausted retries).
+fn fail_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, after: &mut After) {
+    complete_front(qp, st, status, after);
+}
+
+/// A response (ACK, NAK, READ response, atomic acknowledgement) for the requester.
+fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) {
+    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+        return;
+    }
+    let counters = &qp.device().data().counters;
+    let bpsn = p.hdr.bth.psn;
+    let opc = p.hdr.bth.opcode & 0x1f;
+    match opc {
+        op::ACKNOWLEDGE => {
+            let Some(aeth) = p.hdr.aeth else { return };
+            let in_flight = psn::diff(bpsn, st.conn.una) >= 0 && psn::diff(bpsn, st.conn.psn) < 0;
+            match Syndrome::from_byte(aeth.syndrome) {
+                Some(Syndrome::Ack { .. }) => ack_upto(qp, st, bpsn, after),
+                Some(Syndrome::RnrNak { timer }) if in_flight => {
+                    counters.add(Stat::NaksRcvd, 1);
+                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
+                    if st.conn.rnr_retries == 0 {
+                        fail_front(qp, st, wc_status::RNR_RETRY_EXC_ERR, after);
+                        return;
+                    }
+                    if st.conn.rnr_retries != 7 {
+                        st.conn.rnr_retries -= 1;
+                    }
+                    go_back(qp, st, bpsn);
+                    st.conn.rnr_hold = true;
+                    st.conn.timer = TimerUse::Rnr;
+                    let us = transport::rnr_timer_ns(timer) / 1000;
+                    qp.arm_timer(us.min(u64::from(u32::MAX)) as u32);
+                }
+                Some(Syndrome::Nak(code)) if in_flight => {
+                    counters.add(Stat::NaksRcvd, 1);
+                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
+                    let status = match code {
+                        NakCode::PsnSequenceError => {
+                            go_back(qp, st, bpsn);
+                            return;
+                        }
+                        NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
+                            wc_status::REM_INV_REQ_ERR
+                        }
+                        NakCode::RemoteAccessError => wc_status::REM_ACCESS_ERR,
+                        NakCode::RemoteOperationalError => wc_status::REM_OP_ERR,
+                    };
+                    fail_front(qp, st, status, after);
+                }
+                _ => {}
+            }
+        }
+        op::RDMA_READ_RESPONSE_FIRST
+        | op::RDMA_READ_RESPONSE_MIDDLE
+        | op::RDMA_READ_RESPONSE_LAST
+        | op::RDMA_READ_RESPONSE_ONLY => read_response(qp, st, p, after),
+        op::ATOMIC_ACKNOWLEDGE => {
+            let Some(orig) = p.hdr.atomic_ack else { return };
+            let found = (0..st.conn.next).find(|&i| {
+                let r = st.conn.rec(i);
+                r.started && r.first_psn == bpsn && r.waits_response() && r.op != wop::RDMA_READ
+            });
+            let Some(i) = found else { return };
+            if i > 0 {
+                ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
+            }
+            if st.conn.count == 0 || st.conn.rec(0).first_psn != bpsn {
+                return;
+            }
+            let status = match place_local(qp, st, 0, 0, &orig.to_ne_bytes()) {
+                Ok(()) => wc_status::SUCCESS,
+                Err(_) => wc_status::LOC_PROT_ERR,
+            };
+            st.conn.una = psn::add(bpsn, 1);
+            st.conn.retries = st.attr.retry_cnt;
+            complete_front(qp, st, status, after);
+            progress(qp, st);
+        }
+        _ => {}
+    }
+}
+
+/// Writes `bytes` at offset `at` of the local SGEs of the `i`-th record's WQE.
+fn place_local(qp: &Qp<Ferroce>, st: &QpShared, i: usize, at: u32, bytes: &[u8]) -> Result<(), Fault> {
+    let mut wqe = [0u8; SEND_WQE_MAX];
+    let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
+    st.sq.peek(i as u32, &mut wqe[..len]).map_err(|_| Fault::Dest)?;
+    let m = message(qp, &st.attr.cap, false, &wqe[..len]).map_err(|_| Fault::Dest)?;
+    let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, m.sges);
+    walk.skip(at as usize)?;
+    placement::place(&mut walk, &mut Source::Bytes(bytes), bytes.len(), false)
+}
+
+/// A READ response packet: placed in order into the oldest READ's local memory.
+fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) {
+    let bpsn = p.hdr.bth.psn;
+    let mtu = mtu_of(st);
+    let Some(i) = (0..st.conn.next).find(|&i| {
+        let r = st.conn.rec(i);
+        r.op == wop::RDMA_READ && r.contains(bpsn)
+    }) else {
+        return;
+    };
+    let r = st.conn.rec(i);
+    if bpsn != psn::add(r.first_psn, r.done / mtu) {
+        // Out of order (a response was lost, or this one is a duplicate): the timeout asks
+        // again from the first byte missing.
+        return;
+    }
+    if i > 0 {
+        // The messages before the READ are done (responses come in order).
+        ack_upto(qp, st, psn::add(r.first_psn, psn::MASK), after);
+        if st.conn.count == 0 || st.conn.rec(0).first_psn != r.first_psn {
+            return;
+        }
+    }
+    let lay = p.layout;
+    let n = p.payload.len() as u32;
+    let room = r.len - r.done;
+    let sized = if lay.last { n == room } else { n == mtu && n < room };
+    if !sized {
+        fail_front(qp, st, wc_status::REM_INV_REQ_ERR, after);
+        return;
+    }
+    if place_local(qp, st, 0, r.done, p.payload).is_err() {
+        fail_front(qp, st, wc_status::LOC_PROT_ERR, after);
+        return;
+    }
+    let mut r = st.conn.rec(0);
+    r.done += n;
+    st.conn.set_rec(0, r);
+    st.conn.una = psn::add(bpsn, 1);
+    st.conn.retries = st.attr.retry_cnt;
+    let counters = &qp.device().data().counters;
+    if lay.last {
+        counters.add(Stat::RcvdMsgs, 1);
+        counters.add(Stat::RcvdBytes, r.len.into());
+        complete_front(qp, st, wc_status::SUCCESS, after);
+    }
+    progress(qp, st);
+}
+
+/// What a responder sends back once the QP's lock is dropped.
+enum Reply {
+    None,
+    Ack { psn: u32, syndrome: u8, msn: u32 },
+    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32 },
+    Atomic { psn: u32, orig: u64, msn: u32 },
+}
+
+fn ack(psn: u32, msn: u32) -> Reply {
+    Reply::Ack {
+        psn,
+        syndrome: Syndrome::Ack {
+            credits: transport::CREDITS_INVALID,
+        }
+        .to_byte(),
+        msn,
+    }
+}
+
+fn nak(psn: u32, code: NakCode, msn: u32) -> Reply {
+    Reply::Ack {
+        psn,
+        syndrome: Syndrome::Nak(code).to_byte(),
+        msn,
+    }
+}
+
+/// The kinds of request a packet belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Send,
+    Write,
+    Read,
+    Atomic,
+    Other,
+}
+
+fn kind_of(opc: u8) -> Kind {
+    match opc {
+        op::SEND_FIRST..=op::SEND_ONLY_WITH_IMMEDIATE => Kind::Send,
+        op::RDMA_WRITE_FIRST..=op::RDMA_WRITE_ONLY_WITH_IMMEDIATE => Kind::Write,
+        op::RDMA_READ_REQUEST => Kind::Read,
+        op::COMPARE_SWAP | op::FETCH_ADD => Kind::Atomic,
+        _ => Kind::Other,
+    }
+}
+
+/// Takes the next receive WQE for a message (the one a UC message that lost a packet left, if
+/// any); `false` if none is posted.
+fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
+    if st.conn.recv.is_some() {
+        return true;
+    }
+    let mut held = RecvHeld {
+        wqe: [0u8; RECV_WQE_MAX],
+        len: 0,
+        max_sge: st.attr.cap.max_recv_sge,
+        resets: st.resets,
+    };
+    match st.rq.as_mut() {
+        Some(rq) => {
+            if rq.pending().unwrap_or(0) == 0 {
+                return false;
+            }
+            let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
+            if rq.peek(0, &mut held.wqe[..len]).is_err() || rq.consume(1).is_err() {
+                return false;
+            }
+            held.len = len;
+        }
+        None => {
+            let Some(srq) = qp.srq() else { return false };
+            match crate::srq::take(srq, &mut held.wqe) {
+                Ok(Some((len, max_sge))) => {
+                    held.len = len;
+                    held.max_sge = max_sge;
+                }
+                _ => return false,
+            }
+        }
+    }
+    st.conn.recv = Some(held);
+    true
+}
+
+/// Places `payload` at `at` of the held receive WQE.
+fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Result<(), Fault> {
+    let h = st.conn.recv.as_ref().ok_or(Fault::Dest)?;
+    let hdr: &[u8; abi::RECV_WQE_HEADER] = h.wqe.first_chunk().ok_or(Fault::Dest)?;
+    let num = abi::recv_wqe_num_sge(hdr);
+    let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
+    if num > h.max_sge || end > h.len {
+        return Err(Fault::Dest);
+    }
+    let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, &h.wqe[abi::RECV_WQE_HEADER..end]);
+    walk.skip(at as usize)?;
+    placement::place(&mut walk, &mut Source::Bytes(payload), payload.len(), false)
+}
+
+/// Completes the held receive WQE.
+fn complete_recv(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    status: u32,
+    opcode: u32,
+    len: u32,
+    imm: Option<u32>,
+    solicited: bool,
+    after: &mut After,
+) {
+    let Some(h) = st.conn.recv.take() else { return };
+    // A WQE of the QP's own RQ completes nowhere once the QP was reset.
+    if h.resets != st.resets && st.rq.is_some() {
+        return;
+    }
+    let hdr: &[u8; abi::RECV_WQE_HEADER] = match h.wqe.first_chunk() {
+        Some(hdr) => hdr,
+        None => return,
+    };
+    let mut cqe = Cqe {
+        wr_id: abi::wqe_wr_id(hdr),
+        status,
+        opcode,
+        byte_len: len,
+        qp_num: qp.qp_num(),
+        src_qp: st.attr.dest_qp_num,
+        port_num: 1,
+        kernel_qp: QpToken::of(qp).to_bits(),
+        solicited,
+        ..Cqe::default()
+    };
+    if let Some(imm) = imm {
+        cqe.imm_data = wire::imm_from_wire(imm);
+        cqe.wc_flags |= wc_flags::WITH_IMM;
+    }
+    if let Ok(n) = crate::cq::post(qp.recv_cq(), &cqe) {
+        after.notices.recv = after.notices.recv.or(n);
+    }
+    if status == wc_status::SUCCESS {
+        let counters = &qp.device().data().counters;
+        counters.add(Stat::RcvdMsgs, 1);
+        counters.add(Stat::RcvdBytes, len.into());
+    }
+}
+
+/// A responder error: RC NAKs with `code` and enters ERR, after completing the receive WQE
+/// in hand with `recv_status`; UC drops the message.
+fn refuse(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    bpsn: u32,
+    code: NakCode,
+    recv_status: Option<u32>,
+    after: &mut After,
+) -> Reply {
+    let rc = qp.data().qp_type() == QpType::Rc;
+    qp.device().data().counters.add(Stat::Naks, 1);
+    if let Some(status) = recv_status {
+        let opcode = match st.conn.msg {
+            InMsg::Write { .. } => wc_opcode::RECV_RDMA_WITH_IMM,
+            _ => wc_opcode::RECV,
+        };
+        complete_recv(qp, st, status, opcode, 0, None, false, after);
+    }
+    st.conn.msg = InMsg::None;
+    if !rc {
+        return Reply::None;
+    }
+    let msn = st.conn.msn;
+    st.enter_error(qp, after);
+    nak(bpsn, code, msn)
+}
+
+/// A request packet for the responder.
+fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) -> Reply {
+    if !matches!(
+        st.attr.qp_state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) || !qp.is_user()
+    {
+        qp.device().data().counters.add(Stat::Dropped, 1);
+        return Reply::None;
+    }
+    let counters = &qp.device().data().counters;
+    let rc = qp.data().qp_type() == QpType::Rc;
+    let bth = p.hdr.bth;
+    let bpsn = bth.psn;
+    let lay = p.layout;
+    let opc = bth.opcode & 0x1f;
+    let kind = kind_of(opc);
+    let mtu = mtu_of(st);
+    let d = psn::diff(bpsn, st.conn.epsn);
+    if rc {
+        if d > 0 {
+            counters.add(Stat::SeqErrors, 1);
+            if !st.conn.nak_sent {
+                st.conn.nak_sent = true;
+                return nak(st.conn.epsn, NakCode::PsnSequenceError, st.conn.msn);
+            }
+            return Reply::None;
+        }
+        if psn::before(bpsn, st.conn.epsn) {
+            counters.add(Stat::DupRequests, 1);
+            let msn = st.conn.msn;
+            return match kind {
+                Kind::Read => match p.hdr.reth {
+                    Some(reth) => Reply::Read {
+                        psn: bpsn,
+                        va: reth.va,
+                        rkey: reth.rkey,
+                        len: reth.dma_len,
+                        msn,
+                    },
+                    None => Reply::None,
+                },
+                Kind::Atomic => st
+                    .conn
+                    .atomics
+                    .iter()
+                    .find(|a| a.2 && a.0 == bpsn)
+                    .map_or(Reply::None, |a| Reply::Atomic {
+                        psn: bpsn,
+                        orig: a.1,
+                        msn,
+                    }),
+                _ if bth.ack_req || lay.last => ack(psn::add(st.conn.epsn, psn::MASK), msn),
+                _ => Reply::None,
+            };
+        }
+    } else if d != 0 {
+        // UC lost packets: the message in progress is dropped; its receive WQE is kept for
+        // the next one. Only a message's first packet starts again.
+        if !matches!(st.conn.msg, InMsg::None) {
+            counters.add(Stat::Dropped, 1);
+        }
+        st.conn.msg = InMsg::None;
+        if !lay.first {
+            return Reply::None;
+        }
+    }
+    st.conn.nak_sent = false;
+    let starts = matches!(st.conn.msg, InMsg::None);
+    let continues = match (st.conn.msg, kind) {
+        (InMsg::Send { .. }, Kind::Send) | (InMsg::Write { .. }, Kind::Write) => true,
+        _ => false,
+    };
+    let n = p.payload.len() as u32;
+    if (lay.first && !starts) || (!lay.first && !continues) || kind == Kind::Other
+        || n > mtu
+        || (!lay.last && n != mtu)
+        || (!rc && matches!(kind, Kind::Read | Kind::Atomic))
+    {
+        if !rc {
+            st.conn.epsn = psn::add(bpsn, 1);
+        }
+        return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+    }
+    let imm = p.hdr.imm;
+    match kind {
+        Kind::Send => {
+            if lay.first && !take_recv(qp, st) {
+                counters.add(if rc { Stat::RnrWaits } else { Stat::Dropped }, 1);
+                if !rc {
+                    st.conn.epsn = psn::add(bpsn, 1);
+                    return Reply::None;
+                }
+                return Reply::Ack {
+                    psn: bpsn,
+                    syndrome: Syndrome::RnrNak {
+                        timer: st.attr.min_rnr_timer,
+                    }
+                    .to_byte(),
+                    msn: st.conn.msn,
+                };
+            }
+            let placed = match st.conn.msg {
+                InMsg::Send { placed } => placed,
+                _ => 0,
+            };
+            match place_recv(qp, st, placed, p.payload) {
+                Ok(()) => {}
+                Err(Fault::Length) => {
+                    return refuse(qp, st, bpsn, NakCode::InvalidRequest, Some(wc_status::LOC_LEN_ERR), after)
+                }
+                Err(_) => {
+                    return refuse(qp, st, bpsn, NakCode::RemoteOperationalError, Some(wc_status::LOC_PROT_ERR), after)
+                }
+            }
+            let placed = placed + n;
+            st.conn.msg = InMsg::Send { placed };
+            if lay.last {
+                st.conn.msg = InMsg::None;
+                complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV, placed, imm, bth.se, after);
+                st.conn.msn = psn::add(st.conn.msn, 1);
+            }
+        }
+        Kind::Write => {
+            if lay.first {
+                let Some(reth) = p.hdr.reth else {
+                    return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+                };
+                if st.attr.qp_access_flags & access::REMOTE_WRITE == 0 {
+                    return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+                }
+                if reth.dma_len > 0
+                    && placement::find(qp.device(), qp.pd_id(), reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_WRITE)
+                        .is_none()
+                {
+                    return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
+                }
+                st.conn.msg = InMsg::Write {
+                    va: reth.va,
+                    rkey: reth.rkey,
+                    left: reth.dma_len,
+                    total: reth.dma_len,
+                };
+            }
+            let InMsg::Write { va, rkey, left, total } = st.conn.msg else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            if n > left || (lay.last && n != left) {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            }
+            if lay.last && imm.is_some() && !take_recv(qp, st) {
+                counters.add(if rc { Stat::RnrWaits } else { Stat::Dropped }, 1);
+                if !rc {
+                    st.conn.msg = InMsg::None;
+                    st.conn.epsn = psn::add(bpsn, 1);
+                    return Reply::None;
+                }
+                return Reply::Ack {
+                    psn: bpsn,
+                    syndrome: Syndrome::RnrNak {
+                        timer: st.attr.min_rnr_timer,
+                    }
+                    .to_byte(),
+                    msn: st.conn.msn,
+                };
+            }
+            if n > 0 {
+                let remote = placement::one_sge(va, n.into(), rkey);
+                let mut to = Walk::new(qp.device(), qp.pd_id(), access::REMOTE_WRITE, &remote);
+                if placement::place(&mut to, &mut Source::Bytes(p.payload), n as usize, false).is_err() {
+                    return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
+                }
+            }
+            st.conn.msg = InMsg::Write {
+                va: va.wrapping_add(n.into()),
+                rkey,
+                left: left - n,
+                total,
+            };
+            if lay.last {
+                st.conn.msg = InMsg::None;
+                if imm.is_some() {
+                    complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM, total, imm, bth.se, after);
+                } else {
+                    counters.add(Stat::RcvdMsgs, 1);
+                    counters.add(Stat::RcvdBytes, total.into());
+                }
+                st.conn.msn = psn::add(st.conn.msn, 1);
+            }
+        }
+        Kind::Read => {
+            let Some(reth) = p.hdr.reth else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            if st.attr.qp_access_flags & access::REMOTE_READ == 0 || st.attr.max_dest_rd_atomic == 0 {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            }
+            if reth.dma_len > limits::MAX_MSG_SZ
+                || (reth.dma_len > 0
+                    && placement::find(qp.device(), qp.pd_id(), reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_READ)
+                        .is_none())
+            {
+                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
+            }
+            st.conn.epsn = psn::add(bpsn, reth.dma_len.div_ceil(mtu).max(1));
+            st.conn.msn = psn::add(st.conn.msn, 1);
+            return Reply::Read {
+                psn: bpsn,
+                va: reth.va,
+                rkey: reth.rkey,
+                len: reth.dma_len,
+                msn: st.conn.msn,
+            };
+        }
+        Kind::Atomic => {
+            let Some(a) = p.hdr.atomic_eth else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            if st.attr.qp_access_flags & access::REMOTE_ATOMIC == 0
+                || st.attr.max_dest_rd_atomic == 0
+                || a.va % 8 != 0
+            {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            }
+            let dev = qp.device();
+            let Some(range) = placement::find(dev, qp.pd_id(), a.rkey, a.va, 8, access::REMOTE_ATOMIC) else {
+                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
+            };
+            let word = match range.mr.data().umem().map(|u| u.atomic_u64(range.offset)) {
+                Some(Ok(word)) => word,
+                _ => return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after),
+            };
+            let orig = if opc == op::COMPARE_SWAP {
+                word.compare_exchange(a.compare, a.swap_add, Ordering::SeqCst, Ordering::SeqCst)
+                    .unwrap_or_else(|v| v)
+            } else {
+                word.fetch_add(a.swap_add, Ordering::SeqCst)
+            };
+            drop(range);
+            let c = &mut st.conn;
+            c.atomics[c.atomic_next % SAVED_ATOMICS] = (bpsn, orig, true);
+            c.atomic_next = c.atomic_next.wrapping_add(1);
+            c.epsn = psn::add(bpsn, 1);
+            c.msn = psn::add(c.msn, 1);
+            counters.add(Stat::RcvdMsgs, 1);
+            return Reply::Atomic {
+                psn: bpsn,
+                orig,
+                msn: c.msn,
+            };
+        }
+        Kind::Other => return Reply::None,
+    }
+    st.conn.epsn = psn::add(bpsn, 1);
+    if rc && bth.ack_req {
+        ack(bpsn, st.conn.msn)
+    } else {
+        Reply::None
+    }
+}
+
+/// Where a responder's replies go, read under the lock.
+struct Back {
+    av: AddressVector,
+    dest_qpn: u32,
+    mtu: u32,
+}
+
+/// Sends a responder's reply.
+fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
+    let dev = qp.device();
+    let Some(netdev) = dev.netdev(1) else { return };
+    let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
+    let bth = |opc: u8, p: u32| Bth {
+        opcode: opcode::RC | opc,
+        pkey: wire::DEFAULT_PKEY,
+        dest_qp: back.dest_qpn,
+        psn: p,
+        ..Bth::default()
+    };
+    let ack_syndrome = Syndrome::Ack {
+        credits: transport::CREDITS_INVALID,
+    }
+    .to_byte();
+    match reply {
+        Reply::None => {}
+        Reply::Ack { psn, syndrome, msn } => {
+            let h = Headers {
+                bth: bth(op::ACKNOWLEDGE, psn),
+                aeth: Some(Aeth { syndrome, msn }),
+                ..Headers::default()
+            };
+            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
+        }
+        Reply::Atomic { psn, orig, msn } => {
+            let h = Headers {
+                bth: bth(op::ATOMIC_ACKNOWLEDGE, psn),
+                aeth: Some(Aeth {
+                    syndrome: ack_syndrome,
+                    msn,
+                }),
+                atomic_ack: Some(orig),
+                ..Headers::default()
+            };
+            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
+        }
+        Reply::Read {
+            psn: first,
+            va,
+            rkey,
+            len,
+            msn,
+        } => {
+            let remote = placement::one_sge(va, len.into(), rkey);
+            let mut from = Walk::new(dev, qp.pd_id(), access::REMOTE_READ, &remote);
+            let (mut off, mut p) = (0u32, first);
+            loop {
+                let chunk = back.mtu.min(len - off);
+                let (f, l) = (off == 0, off + chunk == len);
+                let opc = match (f, l) {
+                    (true, true) => op::RDMA_READ_RESPONSE_ONLY,
+                    (true, false) => op::RDMA_READ_RESPONSE_FIRST,
+                    (false, false) => op::RDMA_READ_RESPONSE_MIDDLE,
+                    (false, true) => op::RDMA_READ_RESPONSE_LAST,
+                };
+                let h = Headers {
+                    bth: bth(opc, p),
+                    aeth: (f || l).then_some(Aeth {
+                        syndrome: ack_syndrome,
+                        msn,
+                    }),
+                    ..Headers::default()
+                };
+                let fill = |out: &mut [u8]| from.gather(out);
+                if let Err(TxError::Fill(_)) =
+                    wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill)
+                {
+                    // The memory went away (deregistered) after the request was checked.
+                    let n = Headers {
+                        bth: bth(op::ACKNOWLEDGE, p),
+                        aeth: Some(Aeth {
+                            syndrome: Syndrome::Nak(NakCode::RemoteAccessError).to_byte(),
+                            msn,
+                        }),
+                        ..Headers::default()
+                    };
+                    let _ = wire::transmit::<()>(dev, &netdev, &route, &n, 0, |_| Ok(()));
+                    return;
+                }
+                off += chunk;
+                p = psn::add(p, 1);
+                if l {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A packet of a connected transport for `qp` (softirq).
+pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
+    let data = qp.data();
+    let qp_type = data.qp_type();
+    let transport = p.hdr.bth.opcode & 0xe0;
+    let matches_type = match qp_type {
+        QpType::Rc => transport == opcode::RC,
+        QpType::Uc => transport == opcode::UC,
+        _ => false,
+    };
+    let counters = &qp.device().data().counters;
+    if !matches_type {
+        counters.add(Stat::Dropped, 1);
+        return;
+    }
+    let opc = p.hdr.bth.opcode & 0x1f;
+    let is_response = transport == opcode::RC
+        && matches!(
+            opc,
+            op::RDMA_READ_RESPONSE_FIRST
+                ..=op::ATOMIC_ACKNOWLEDGE
+        );
+    let mut after = After::default();
+    let mut guard = data.state.lock();
+    let st = &mut *guard;
+    // Only from the connected peer.
+    let from_peer = st.attr.av.is_some_and(|av| av.dgid == p.route.sgid);
+    if !from_peer || st.peer_local {
+        counters.add(Stat::Dropped, 1);
+        return;
+    }
+    let mut reply = Reply::None;
+    let mut resume = false;
+    if is_response {
+        on_response(qp, st, p, &mut after);
+        resume = !st.sending
+            && st.attr.qp_state == QpState::Rts
+            && !st.conn.rnr_hold
+            && st.conn.outstanding() < WINDOW
+            && (st.conn.next < st.conn.count
+                || st.sq.pending().unwrap_or(0) as usize > st.conn.count);
+        if resume {
+            st.sending = true;
+        }
+    } else {
+        reply = on_request(qp, st, p, &mut after);
+    }
+    let back = st.attr.av.map(|av| Back {
+        av,
+        dest_qpn: st.attr.dest_qp_num,
+        mtu: mtu_of(st),
+    });
+    drop(guard);
+    after.run(qp, false);
+    if let Some(back) = back {
+        send_reply(qp, &back, reply);
+    }
+    if resume {
+        run(qp, false);
+    }
+}
+
+/// The QP's timer (softirq): an acknowledgement timeout, or the end of an RNR wait.
+pub(crate) fn timer(qp: &Qp<Ferroce>) {
+    let data = qp.data();
+    let mut after = After::default();
+    let mut guard = data.state.lock();
+    let st = &mut *guard;
+    let mut resume = false;
+    match st.conn.timer {
+        TimerUse::Idle => {}
+        TimerUse::Rnr => {
+            st.conn.timer = TimerUse::Idle;
+            st.conn.rnr_hold = false;
+            resume = true;
+            if st.conn.outstanding() > 0 || st.conn.count > 0 {
+                arm_ack_timer(qp, st);
+            }
+        }
+        TimerUse::Ack => {
+            if st.conn.outstanding() == 0 && st.conn.count == 0 {
+                st.conn.timer = TimerUse::Idle;
+            } else if st.conn.una != st.conn.una_at_arm {
+                arm_ack_timer(qp, st);
+            } else if st.attr.qp_state == QpState::Rts || st.attr.qp_state == QpState::Sqd {
+                qp.device().data().counters.add(Stat::Timeouts, 1);
+                if st.conn.retries == 0 {
+                    st.conn.timer = TimerUse::Idle;
+                    fail_front(qp, st, wc_status::RETRY_EXC_ERR, &mut after);
+                } else {
+                    st.conn.retries -= 1;
+                    let una = st.conn.una;
+                    go_back(qp, st, una);
+                    arm_ack_timer(qp, st);
+                    resume = true;
+                }
+            } else {
+                st.conn.timer = TimerUse::Idle;
+            }
+        }
+    }
+    resume = resume && !st.sending && st.attr.qp_state == QpState::Rts;
+    if resume {
+        st.sending = true;
+    }
+    drop(guard);
+    after.run(qp, false);
+    if resume {
+        run(qp, false);
+    }
+}
