@@ -776,16 +776,12 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
     progress(qp, st);
 }
 
-/// The oldest unacknowledged PSN moved: the timer restarts, or stops if nothing is in flight.
+/// The oldest unacknowledged PSN moved: the timer stops if nothing is in flight (otherwise,
+/// when it expires, it sees the progress against `una_at_arm` and starts again).
 fn progress(qp: &Qp<Ferroce>, st: &mut QpShared) {
-    if st.conn.timer != TimerUse::Ack {
-        return;
-    }
-    if st.conn.outstanding() == 0 && st.conn.count == 0 {
+    if st.conn.timer == TimerUse::Ack && st.conn.outstanding() == 0 && st.conn.count == 0 {
         st.conn.timer = TimerUse::Idle;
         qp.cancel_timer();
-    } else {
-        st.conn.una_at_arm = st.conn.una;
     }
 }
 

@@ -74,7 +74,7 @@ pub(crate) fn transmit<E>(
     let at = packet::write_headers(buf, route, h, payload_len).ok_or(TxError::Lost)?;
     let payload = buf.get_mut(at..at + payload_len).ok_or(TxError::Lost)?;
     fill(payload).map_err(TxError::Fill)?;
-    packet::finish(buf).ok_or(TxError::Lost)?;
+    packet::finish_with(buf, kernel::rdma::wire::crc32_le).ok_or(TxError::Lost)?;
     dev.data().counters.add(Stat::SentPkts, 1);
     // A packet the network drops is recovered as a lost one.
     let _ = skb.send(netdev, !route.ipv4);
@@ -150,7 +150,7 @@ pub(crate) fn send_datagram(
 /// A packet for this device (softirq): checked, then given to its QP.
 pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
     let counters = &dev.data().counters;
-    let p = match packet::parse(bytes) {
+    let p = match packet::parse_with(bytes, kernel::rdma::wire::crc32_le) {
         Ok(p) => p,
         Err(_) => {
             counters.add(Stat::BadPkts, 1);
