@@ -135,6 +135,11 @@ pub(crate) struct Conn {
     psn: u32,
     /// The oldest PSN not acknowledged.
     una: u32,
+    /// One past the highest PSN sent (`psn` is lower after going back).
+    max_psn: u32,
+    /// Where the requester last went back to, while that round of sending is under way: a NAK
+    /// for a PSN it has sent again since is stale (caused by packets of the round before).
+    resent_from: Option<u32>,
     /// Changes when the requester goes back (a turn of the executor started before sent
     /// packets that no longer count).
     gen: u32,
@@ -169,6 +174,8 @@ impl Conn {
             off: 0,
             psn: 0,
             una: 0,
+            max_psn: 0,
+            resent_from: None,
             gen: 0,
             retries: 0,
             rnr_retries: 0,
@@ -226,6 +233,8 @@ impl Conn {
         self.next = 0;
         self.off = 0;
         self.una = self.psn;
+        self.max_psn = self.psn;
+        self.resent_from = None;
         self.gen = self.gen.wrapping_add(1);
         self.rnr_hold = false;
         self.timer = TimerUse::Idle;
@@ -249,6 +258,7 @@ impl Conn {
     pub(crate) fn set_sq_psn(&mut self, p: u32) {
         self.psn = p & psn::MASK;
         self.una = self.psn;
+        self.max_psn = self.psn;
     }
 
     pub(crate) fn set_retries(&mut self, retry_cnt: u8, rnr_retry: u8) {
@@ -358,11 +368,45 @@ struct Turn {
     budget: u32,
 }
 
-/// How far a turn got.
-struct Progress {
-    psn: u32,
+/// What a turn of the executor sends of a WQE.
+struct Plan {
+    /// Packets to send.
+    pkts: u32,
+    /// PSNs they take (a READ request takes its responses').
+    advance: u32,
+    /// Bytes of the message sent after the turn.
     off: u32,
+    /// The message is sent whole after the turn.
     whole: bool,
+}
+
+/// The turn for the WQE `rec`, `off` bytes of it sent, at most `budget` packets.
+fn plan_turn(rec: &Rec, off: u32, mtu: u32, budget: u32) -> Plan {
+    let off = off.min(rec.len);
+    match rec.op {
+        wop::RDMA_READ => Plan {
+            pkts: 1,
+            advance: (rec.len - off).div_ceil(mtu).max(1),
+            off: rec.len,
+            whole: true,
+        },
+        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => Plan {
+            pkts: 1,
+            advance: 1,
+            off: rec.len,
+            whole: true,
+        },
+        _ => {
+            let remaining = (rec.len - off).div_ceil(mtu).max(1);
+            let n = remaining.min(budget.max(1));
+            Plan {
+                pkts: n,
+                advance: n,
+                off: off.saturating_add(n.saturating_mul(mtu)).min(rec.len),
+                whole: n == remaining,
+            }
+        }
+    }
 }
 
 /// Executes the send queue of a connected QP on the wire until it is empty, waits (window,
@@ -469,47 +513,66 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
             rec.first_psn = st.conn.psn;
             st.conn.set_rec(i, rec);
         }
+        let mtu = mtu_of(st);
+        let plan = plan_turn(&rec, st.conn.off, mtu, BURST.min(WINDOW - st.conn.outstanding()));
         let turn = Turn {
             route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
             dest_qpn: st.attr.dest_qp_num,
-            mtu: mtu_of(st),
+            mtu,
             psn: st.conn.psn,
             off: st.conn.off,
             gen: st.conn.gen,
             resets: st.resets,
             rc: !uc,
-            budget: BURST.min(WINDOW - st.conn.outstanding()),
+            budget: plan.pkts,
         };
+        // The PSNs are the turn's before a packet goes: the peer's answer may come (in softirq
+        // on this CPU) before the transmission returns.
+        st.conn.psn = psn::add(st.conn.psn, plan.advance);
+        if psn::diff(st.conn.psn, st.conn.max_psn) > 0 {
+            st.conn.max_psn = st.conn.psn;
+        }
+        st.conn.off = plan.off;
+        if plan.whole {
+            st.conn.next += 1;
+            st.conn.off = 0;
+        }
+        if !uc && st.conn.timer == TimerUse::Idle {
+            arm_ack_timer(qp, st);
+        }
         drop(guard);
         let sent = send_turn(qp, &turn, &wqe[..len], uc);
-        let mut guard = data.state.lock();
-        let st = &mut *guard;
-        if st.conn.gen != turn.gen || st.resets != turn.resets {
-            // Gone back (or reset) meanwhile: what this turn sent no longer counts.
+        if sent.is_ok() && !uc {
+            if may_sleep {
+                kernel::rdma::context::cond_resched();
+            }
             continue;
         }
-        match sent {
-            Ok(p) => {
-                st.conn.psn = p.psn;
-                st.conn.off = p.off;
-                if p.whole {
-                    st.conn.next += 1;
-                    st.conn.off = 0;
-                }
-                if uc {
-                    // UC completes a message once it is sent; nothing is acknowledged.
-                    st.conn.una = st.conn.psn;
-                    while st.conn.count > 0 && st.conn.next > 0 {
-                        complete_front(qp, st, wc_status::SUCCESS, &mut after);
+        let mut guard = data.state.lock();
+        let st = &mut *guard;
+        if st.conn.gen == turn.gen && st.resets == turn.resets {
+            if let Err(status) = sent {
+                // The sender's memory went away under the copy: the WQE fails when it is the
+                // oldest (what the peer got of it is moot).
+                let at = (0..st.conn.count).find(|&j| {
+                    let r = st.conn.rec(j);
+                    r.started && r.first_psn == rec.first_psn && r.wr_id == rec.wr_id
+                });
+                if let Some(j) = at {
+                    let mut r = st.conn.rec(j);
+                    r.failed = status;
+                    st.conn.set_rec(j, r);
+                    if j == 0 {
+                        complete_front(qp, st, status, &mut after);
                     }
-                } else if st.conn.timer == TimerUse::Idle && st.conn.outstanding() > 0 {
-                    arm_ack_timer(qp, st);
                 }
             }
-            Err(status) => {
-                rec = st.conn.rec(i);
-                rec.failed = status;
-                st.conn.set_rec(i, rec);
+        }
+        if uc {
+            // UC completes a message once it is sent; nothing is acknowledged.
+            st.conn.una = st.conn.psn;
+            while st.conn.count > 0 && st.conn.next > 0 && st.conn.rec(0).failed == 0 {
+                complete_front(qp, st, wc_status::SUCCESS, &mut after);
             }
         }
         drop(guard);
@@ -528,9 +591,9 @@ fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
     }
 }
 
-/// Sends up to `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local error
-/// (the sender's memory went away).
-fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progress, u32> {
+/// Sends the turn's `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local
+/// error (the sender's memory went away).
+fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32> {
     let dev = qp.device();
     let data = qp.data();
     let cap = data.state.lock().attr.cap;
@@ -538,11 +601,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progres
     let transport = if uc { opcode::UC } else { opcode::RC };
     let Some(netdev) = dev.netdev(1) else {
         // No netdev (it is going away): as if the packets were lost.
-        return Ok(Progress {
-            psn: t.psn,
-            off: t.off,
-            whole: false,
-        });
+        return Ok(());
     };
     let bth = |opcode: u8, p: u32, ack_req: bool, se: bool| Bth {
         opcode: transport | opcode,
@@ -570,11 +629,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progres
                 ..Headers::default()
             };
             let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
-            Ok(Progress {
-                psn: psn::add(t.psn, (m.len - off).div_ceil(t.mtu).max(1)),
-                off: m.len,
-                whole: true,
-            })
+            Ok(())
         }
         wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => {
             let WqeUnion::Atomic {
@@ -602,11 +657,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progres
                 ..Headers::default()
             };
             let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
-            Ok(Progress {
-                psn: psn::add(t.psn, 1),
-                off: 8,
-                whole: true,
-            })
+            Ok(())
         }
         _ => {
             let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
@@ -667,11 +718,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Progres
                 off += chunk;
                 p = psn::add(p, 1);
                 if last || n >= t.budget {
-                    return Ok(Progress {
-                        psn: p,
-                        off,
-                        whole: last,
-                    });
+                    return Ok(());
                 }
             }
         }
@@ -724,9 +771,7 @@ fn complete_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, after: &mut 
 fn go_back(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32) {
     let mtu = mtu_of(st);
     let c = &mut st.conn;
-    let Some(i) = (0..=c.next.min(c.count.saturating_sub(1)))
-        .find(|&i| i < c.count && c.rec(i).contains(p))
-    else {
+    let Some(i) = (0..c.count).find(|&i| c.rec(i).contains(p)) else {
         return;
     };
     let r = c.rec(i);
@@ -736,7 +781,7 @@ fn go_back(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32) {
     } else {
         k.saturating_mul(mtu).min(r.len)
     };
-    let resent = psn::diff(c.psn, p).max(0) as u64;
+    let resent = psn::diff(c.max_psn, p).max(0) as u64;
     // A READ is asked for again from the first byte not yet placed.
     let (p, off) = if r.op == wop::RDMA_READ {
         let done = r.done - r.done % mtu;
@@ -747,16 +792,54 @@ fn go_back(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32) {
     c.next = i;
     c.off = off;
     c.psn = p;
+    c.resent_from = Some(p);
     c.gen = c.gen.wrapping_add(1);
     qp.device().data().counters.add(Stat::Retransmits, resent);
 }
 
+/// Whether a request to go back to `p` is stale: this round of sending again started at or
+/// before `p` and has sent `p` already.
+fn stale_go_back(c: &Conn, p: u32) -> bool {
+    c.resent_from
+        .is_some_and(|from| psn::diff(p, from) >= 0 && psn::diff(p, c.psn) < 0)
+}
+
+/// Moves the send cursor on to `p` (acknowledged while the requester was sending again what it
+/// had sent before): what the responder has is not sent a third time.
+fn skip_to(st: &mut QpShared, p: u32) {
+    let mtu = mtu_of(st);
+    let c = &mut st.conn;
+    if psn::diff(p, c.psn) <= 0 {
+        return;
+    }
+    match (0..c.count).find(|&i| c.rec(i).contains(p)) {
+        Some(i) => {
+            let r = c.rec(i);
+            if r.waits_response() {
+                // A READ or an atomic restarts whole (from what was placed): go no further.
+                return;
+            }
+            c.next = i;
+            c.off = (psn::diff(p, r.first_psn).max(0) as u32).saturating_mul(mtu).min(r.len);
+        }
+        None => {
+            // Past every started record: at the first one not started.
+            c.next = (0..c.count).find(|&i| !c.rec(i).started).unwrap_or(c.count);
+            c.off = 0;
+        }
+    }
+    c.psn = p;
+    c.gen = c.gen.wrapping_add(1);
+}
+
 /// Every PSN up to `p` is acknowledged: completes the messages it covers, in order.
 fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
-    if psn::diff(p, st.conn.una) < 0 || psn::diff(p, st.conn.psn) >= 0 {
+    if psn::diff(p, st.conn.una) < 0 || psn::diff(p, st.conn.max_psn) >= 0 {
         // Old, or for PSNs never sent.
         return;
     }
+    // Past the send cursor (it went back, and the responder had more than it knew of).
+    skip_to(st, psn::add(p, 1));
     while st.conn.count > 0 && st.conn.next > 0 {
         let r = st.conn.rec(0);
         if !r.started || psn::diff(r.last_psn(), p) > 0 {
@@ -773,6 +856,12 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
     }
     st.conn.una = psn::add(p, 1);
     st.conn.retries = st.attr.retry_cnt;
+    if st.conn.resent_from.is_some_and(|from| psn::diff(st.conn.una, from) > 0)
+        && psn::diff(st.conn.una, st.conn.psn) >= 0
+    {
+        // Everything sent again is acknowledged: that round is over.
+        st.conn.resent_from = None;
+    }
     progress(qp, st);
 }
 
@@ -801,7 +890,8 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
     match opc {
         op::ACKNOWLEDGE => {
             let Some(aeth) = p.hdr.aeth else { return };
-            let in_flight = psn::diff(bpsn, st.conn.una) >= 0 && psn::diff(bpsn, st.conn.psn) < 0;
+            let in_flight =
+                psn::diff(bpsn, st.conn.una) >= 0 && psn::diff(bpsn, st.conn.max_psn) < 0;
             match Syndrome::from_byte(aeth.syndrome) {
                 Some(Syndrome::Ack { .. }) => ack_upto(qp, st, bpsn, after),
                 Some(Syndrome::RnrNak { timer }) if in_flight => {
@@ -825,7 +915,9 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
                     ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
                     let status = match code {
                         NakCode::PsnSequenceError => {
-                            go_back(qp, st, bpsn);
+                            if !stale_go_back(&st.conn, bpsn) {
+                                go_back(qp, st, bpsn);
+                            }
                             return;
                         }
                         NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
@@ -891,9 +983,14 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
         return;
     };
     let r = st.conn.rec(i);
-    if bpsn != psn::add(r.first_psn, r.done / mtu) {
-        // Out of order (a response was lost, or this one is a duplicate): the timeout asks
-        // again from the first byte missing.
+    let expected = psn::add(r.first_psn, r.done / mtu);
+    if bpsn != expected {
+        // Out of order: a response before it was lost (ask again from the first byte missing,
+        // once per round), or this one is a duplicate (dropped).
+        if psn::diff(bpsn, expected) > 0 && !stale_go_back(&st.conn, expected) {
+            qp.device().data().counters.add(Stat::SeqErrors, 1);
+            go_back(qp, st, expected);
+        }
         return;
     }
     if i > 0 {

@@ -23,8 +23,8 @@ pub(crate) enum Stat {
     RnrWaits,
     /// Requests a responder refused with a NAK (access, invalid request, operation error).
     Naks,
-    /// Messages a responder dropped (not in a receiving state, not connected to the
-    /// requester, wrong Q_Key, no receive WQE for UD/UC, gone).
+    /// Messages (or packets) a responder dropped (not in a receiving state, not connected to
+    /// the requester, wrong Q_Key, no receive WQE for UD/UC, no such QP).
     Dropped,
     /// Packets sent on the wire (retransmissions included).
     SentPkts,
@@ -40,7 +40,7 @@ pub(crate) enum Stat {
     SeqErrors,
     /// Duplicate requests a responder acknowledged or answered again.
     DupRequests,
-    /// Packets dropped for a bad ICRC, a malformed header or an unknown QP.
+    /// Packets dropped for a bad ICRC, a malformed header or a P_Key not ours.
     BadPkts,
 }
 

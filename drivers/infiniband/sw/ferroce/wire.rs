@@ -163,7 +163,8 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
         return;
     }
     let Some(qp) = dev.qp(p.hdr.bth.dest_qp) else {
-        counters.add(Stat::BadPkts, 1);
+        // No such QP (any more): a late packet of a destroyed connection.
+        counters.add(Stat::Dropped, 1);
         return;
     };
     counters.add(Stat::RcvdPkts, 1);
