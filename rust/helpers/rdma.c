@@ -98,6 +98,11 @@ void rust_helper_rdma_qp_timer_setup(struct timer_list *t, void (*fn)(struct tim
 	timer_setup(t, fn, 0);
 }
 
+bool rust_helper_rdma_qp_timer_pending(const struct timer_list *t)
+{
+	return timer_pending(t);
+}
+
 void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
 {
 	unsigned long ticks = usecs_to_jiffies(usecs);
@@ -136,12 +141,20 @@ struct socket *rust_helper_rdma_wire_open(struct net_device *ndev, bool ipv6, __
 	return sock;
 }
 
-/* Closes a socket of rust_helper_rdma_wire_open; no callback runs afterwards. */
-void rust_helper_rdma_wire_close(struct socket *sock)
+/*
+ * Closes the sockets of rust_helper_rdma_wire_open (@v6 may be NULL); no
+ * callback runs afterwards. The callback does not use sk_user_data, so one
+ * grace period after both are unhashed covers the receivers that found them.
+ */
+void rust_helper_rdma_wire_close(struct socket *v4, struct socket *v6)
 {
-	udp_tunnel_sock_release(sock);
-	/* Receivers that found the socket before it was unhashed. */
-	synchronize_rcu();
+	kernel_sock_shutdown(v4, SHUT_RDWR);
+	sock_release(v4);
+	if (v6) {
+		kernel_sock_shutdown(v6, SHUT_RDWR);
+		sock_release(v6);
+	}
+	synchronize_net();
 }
 
 /* A received packet, linear, from its network header to its end. */
@@ -162,9 +175,13 @@ u32 rust_helper_rdma_crc32_le(u32 crc, const u8 *p, size_t len)
 	return crc32_le(crc, p, len);
 }
 
-void rust_helper_rdma_wire_free(struct sk_buff *skb)
+/* Frees a packet: @consumed if the driver took it, dropped otherwise. */
+void rust_helper_rdma_wire_free(struct sk_buff *skb, bool consumed)
 {
-	consume_skb(skb);
+	if (consumed)
+		consume_skb(skb);
+	else
+		kfree_skb(skb);
 }
 
 /* An skb with @len zeroed bytes of data, room for @ndev's link layer before them. */
@@ -189,6 +206,12 @@ int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, boo
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
 	int err;
+
+	/* The IP layer enables bottom halves again: not with interrupts off. */
+	if (WARN_ON_ONCE(in_hardirq() || irqs_disabled())) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
 
 	if (!ipv6) {
 		const struct iphdr *iph = (const struct iphdr *)skb->data;

@@ -97,6 +97,14 @@ impl<T: Driver> Qp<T> {
         unsafe { bindings::rdma_qp_timer_arm(self.core().timer.get(), usecs) };
     }
 
+    /// Whether the timer is armed and has not expired. Read under the lock that arming and
+    /// disarming take, it tells a callback that found it armed again (it expired meanwhile and
+    /// waited for that lock) that this expiry is stale.
+    pub fn timer_pending(&self) -> bool {
+        // SAFETY: As for `arm_timer`.
+        unsafe { bindings::rdma_qp_timer_pending(self.core().timer.get()) }
+    }
+
     /// Disarms the timer; a callback already running is not waited for. Any context.
     pub fn cancel_timer(&self) {
         // SAFETY: As for `arm_timer`.

@@ -13,7 +13,9 @@
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
 //! included), writes every byte of it, and calls [`TxPacket::send`], which routes by the
 //! addresses in the IP header through the netdev and passes the packet to `ip_local_out`
-//! (`ip6_local_out`). Any context; no lock of this layer is held.
+//! (`ip6_local_out`). Process or softirq context, not with interrupts disabled (the IP layer
+//! enables bottom halves again; such a call fails with `EINVAL` and a warning); no lock of
+//! this layer is held.
 //!
 //! The sockets must be closed before the netdev's namespace can go away (kernel sockets do not
 //! hold it): the driver closes them when its netdev unregisters, or drops the tunnel with the
@@ -51,7 +53,8 @@ unsafe impl Sync for Tunnel {}
 
 impl Tunnel {
     /// Opens the sockets on UDP `port` of `netdev`, in its namespace, for the devices of `T`.
-    /// IPv6 is left out if the kernel refuses it (no IPv6); IPv4 must open. Sleeps.
+    /// IPv6 is left out if the kernel has none (`EAFNOSUPPORT`); any other failure of either
+    /// fails the whole (`EADDRINUSE`: another socket has the port). Sleeps.
     pub fn open<T: Driver>(netdev: &NetDevice, port: u16) -> Result<Self> {
         let open = |ipv6: bool| {
             // SAFETY: `netdev` is valid; the callback matches the socket's `encap_rcv`.
@@ -65,7 +68,15 @@ impl Tunnel {
             })
         };
         let v4 = NonNull::new(open(false)?).ok_or(ENOMEM)?;
-        let v6 = open(true).unwrap_or(core::ptr::null_mut());
+        let v6 = match open(true) {
+            Ok(v6) => v6,
+            Err(e) if e.to_errno() == -(bindings::EAFNOSUPPORT as i32) => core::ptr::null_mut(),
+            Err(e) => {
+                // SAFETY: Opened above, closed once.
+                unsafe { bindings::rdma_wire_close(v4.as_ptr(), core::ptr::null_mut()) };
+                return Err(e);
+            }
+        };
         // INVARIANT: Both were opened above with `encap_rcv::<T>`.
         Ok(Tunnel { v4, v6 })
     }
@@ -75,12 +86,7 @@ impl Drop for Tunnel {
     fn drop(&mut self) {
         // SAFETY: Open sockets (type invariant), closed once here. Closing waits for the
         // callbacks in flight, so the driver's code outlives them.
-        unsafe {
-            bindings::rdma_wire_close(self.v4.as_ptr());
-            if !self.v6.is_null() {
-                bindings::rdma_wire_close(self.v6);
-            }
-        }
+        unsafe { bindings::rdma_wire_close(self.v4.as_ptr(), self.v6) };
     }
 }
 
@@ -126,8 +132,10 @@ unsafe extern "C" fn encap_rcv<T: Driver>(
     // SAFETY: `skb` is ours; the out-pointers are valid. On success `data` and `len` describe
     // the linear packet from its network header on, and `ndev` is its (held) device.
     let ok = unsafe { bindings::rdma_wire_rx(skb, &mut ndev, &mut data, &mut len) } == 0;
+    let mut consumed = false;
     if ok && !ndev.is_null() {
-        // SAFETY: The packet's device is held while the packet is processed.
+        // SAFETY: The receive path runs under RCU, which keeps the packet's device from being
+        // freed until it returns.
         let netdev = unsafe { NetDevice::from_raw(ndev) };
         if let Some(dev) = Device::<T>::get_by_netdev(netdev) {
             // INVARIANT: The bytes live in `skb`, which is freed only below.
@@ -137,10 +145,11 @@ unsafe extern "C" fn encap_rcv<T: Driver>(
                 _skb: core::marker::PhantomData,
             };
             T::receive(&*dev, &packet);
+            consumed = true;
         }
     }
     // SAFETY: The packet is ours and nothing refers to it any more.
-    unsafe { bindings::rdma_wire_free(skb) };
+    unsafe { bindings::rdma_wire_free(skb, consumed) };
     0
 }
 
@@ -163,14 +172,18 @@ impl TxPacket {
     /// An IP packet of `len` bytes to be sent through `netdev` (room for its link-layer
     /// header is reserved in front). Any context (atomic allocation).
     pub fn new(netdev: &NetDevice, len: usize) -> Result<Self> {
-        let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
+        // No IP packet is longer (and the headroom is added to it in 32 bits).
+        if len > 0xffff {
+            return Err(EINVAL);
+        }
+        let len32 = len as u32;
         let mut data = core::ptr::null_mut();
         // SAFETY: `netdev` is valid; the out-pointer is valid.
         let skb = unsafe { bindings::rdma_wire_alloc(netdev.as_raw(), len32, &mut data) };
         let skb = NonNull::new(skb).ok_or(ENOMEM)?;
         let Some(data) = NonNull::new(data) else {
             // SAFETY: Ours, unused.
-            unsafe { bindings::rdma_wire_free(skb.as_ptr()) };
+            unsafe { bindings::rdma_wire_free(skb.as_ptr(), false) };
             return Err(ENOMEM);
         };
         // INVARIANT: `rdma_wire_alloc` put `len` zeroed bytes at `data`.
@@ -185,15 +198,15 @@ impl TxPacket {
 
     /// Routes the packet by the source and destination in its IP header (IPv6 if `ipv6`)
     /// through `netdev` and sends it. The packet is gone either way.
-    pub fn send(self, netdev: &NetDevice, ipv6: bool) -> Result {
-        let need = if ipv6 { 40 } else { 20 };
-        if self.len < need {
+    pub fn send(mut self, netdev: &NetDevice, ipv6: bool) -> Result {
+        let (need, version) = if ipv6 { (40, 6) } else { (20, 4) };
+        if self.len < need || self.bytes_mut()[0] >> 4 != version {
             return Err(EINVAL);
         }
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
-        // SAFETY: `skb` is ours and starts with a whole IP header of the family named; the
-        // call consumes it.
+        // SAFETY: `skb` is ours and starts with an IP header of the family named, whole (the
+        // header's fields are the driver's business); the call consumes it.
         to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6) })
     }
 }
@@ -201,6 +214,6 @@ impl TxPacket {
 impl Drop for TxPacket {
     fn drop(&mut self) {
         // SAFETY: Owned and unsent (`send` forgets `self`).
-        unsafe { bindings::rdma_wire_free(self.skb.as_ptr()) };
+        unsafe { bindings::rdma_wire_free(self.skb.as_ptr(), false) };
     }
 }

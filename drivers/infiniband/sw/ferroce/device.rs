@@ -18,6 +18,7 @@ use kernel::{
     },
     str::CStr,
     sync::{Arc, Mutex, SpinLockIrq},
+    types::ARef,
 };
 
 use crate::{
@@ -64,9 +65,28 @@ pub(crate) struct DeviceData {
     /// unregisters (before its namespace may go) or with the device.
     #[pin]
     pub(crate) tunnel: Mutex<Option<Tunnel>>,
+    /// The netdev, held from `rdma link add` until it unregisters (or the device goes): the
+    /// data path takes it from here in any context (ib_core's `ib_device_get_netdev` takes a
+    /// lock that is not softirq-safe). Holding it also keeps the netdev's namespace alive
+    /// until the tunnel above is closed (fields drop in order).
+    #[pin]
+    netdev: SpinLockIrq<Option<ARef<NetDevice>>>,
 }
 
 impl DeviceData {
+    /// The netdev the device sends through, unless it went away. Any context.
+    pub(crate) fn netdev(&self) -> Option<ARef<NetDevice>> {
+        self.netdev.lock().clone()
+    }
+
+    /// The netdev is unregistering: its sockets close and it is let go now, while its
+    /// namespace surely exists (the device itself goes later, from a work item).
+    pub(crate) fn unbind(&self) {
+        drop(self.tunnel.lock().take());
+        let netdev = self.netdev.lock().take();
+        drop(netdev);
+    }
+
     /// Reports a port state change (`IB_EVENT_PORT_ACTIVE`/`_ERR`) if the netdev's state differs
     /// from the last one reported.
     pub(crate) fn sync_port_state(&self, dev: &Device<Ferroce>, netdev: &NetDevice) {
@@ -435,15 +455,22 @@ impl link::Link for Ferroce {
         )?;
         // The device's packets arrive on these from now on; until it is registered they are
         // dropped (no device is found for the netdev).
-        let tunnel = Tunnel::open::<Ferroce>(netdev, ROCE_V2_PORT).inspect_err(|e| {
-            pr_err!(
-                "{}: cannot listen on UDP port {} of {} ({:?}; another RoCE device there?)\n",
-                name,
-                ROCE_V2_PORT,
-                netdev.name(),
-                e
-            );
-        })?;
+        let tunnel = match Tunnel::open::<Ferroce>(netdev, ROCE_V2_PORT) {
+            Ok(t) => Some(t),
+            // Another RoCE device listens on the port in this namespace (rdma_rxe does in
+            // init_net while it is loaded): the device still serves QPs of its own, and says
+            // why nothing comes from the wire.
+            Err(e) if e.to_errno() == -(kernel::bindings::EADDRINUSE as i32) => {
+                pr_warn!(
+                    "{}: UDP port {} is taken in the namespace of {} (rdma_rxe?): no RoCEv2 packets will be received; QPs of this device still reach each other\n",
+                    name,
+                    ROCE_V2_PORT,
+                    netdev.name()
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let data = try_pin_init!(DeviceData {
             port_active: AtomicBool::new(false),
             pds,
@@ -455,7 +482,8 @@ impl link::Link for Ferroce {
             ah_nums,
             ah_dests,
             counters: stats::Counters::new(),
-            tunnel <- new_mutex!(Some(tunnel), "ferroce:tunnel"),
+            tunnel <- new_mutex!(tunnel, "ferroce:tunnel"),
+            netdev <- new_spinlock_irq!(Some(netdev.to_owned()), "ferroce:netdev"),
         });
         match Device::<Ferroce>::register(&crate::THIS_MODULE, &params, data) {
             // ib_core's "name taken" is ENFILE; say what happened.

@@ -16,9 +16,7 @@ impl NotifierHandler for NetEvents {
         };
         match event {
             Event::Unregister => {
-                // The sockets go now, while the netdev's namespace surely exists (the device
-                // itself goes later, from a work item).
-                drop(dev.data().tunnel.lock().take());
+                dev.data().unbind();
                 dev.unregister_queued();
             }
             Event::Up | Event::Down | Event::Change => dev.data().sync_port_state(&dev, netdev),

@@ -676,7 +676,7 @@ fn datagram(
         return fail(wc_status::LOC_QP_OP_ERR);
     };
     // A datagram is one packet.
-    let mtu = dev.netdev(1).map_or(256, |nd| active_mtu(&nd).bytes());
+    let mtu = dev.data().netdev().map_or(256, |nd| active_mtu(&nd).bytes());
     if len > mtu {
         return fail(wc_status::LOC_LEN_ERR);
     }

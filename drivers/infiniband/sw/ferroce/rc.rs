@@ -54,10 +54,16 @@ const WINDOW: u32 = 256;
 const BURST: u32 = 32;
 /// An RC requester asks for an acknowledgement at least every this many packets.
 const ACK_EVERY: u32 = 32;
-/// Atomic results a responder keeps to answer duplicates.
-const SAVED_ATOMICS: usize = 16;
+/// Atomic results a responder keeps to answer duplicates: one per atomic a requester may have
+/// outstanding (it must not be executed twice, and a duplicate whose result is gone is never
+/// answered).
+const SAVED_ATOMICS: usize = limits::MAX_QP_RD_ATOM as usize;
 /// `IBV_SEND_FENCE`: wait for the READs and atomics before.
 const FENCE: u32 = 1 << 0;
+/// Packets of READ response a responder sends for one request (in the softirq that received
+/// it); the requester asks for the rest with a new request from where they end (so does rxe,
+/// after a timeout).
+const READ_BURST: u32 = 1024;
 
 /// A WQE the requester has taken from its send queue (the `i`-th pending one).
 #[derive(Clone, Copy, Default)]
@@ -72,6 +78,8 @@ struct Rec {
     npkts: u32,
     /// Bytes of a READ's response placed.
     done: u32,
+    /// Where the response to the READ request last sent ends (see [`READ_BURST`]).
+    resp_end: u32,
     started: bool,
     /// A local error found when it was taken: it completes with this status once it is the
     /// oldest.
@@ -532,6 +540,11 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
         if psn::diff(st.conn.psn, st.conn.max_psn) > 0 {
             st.conn.max_psn = st.conn.psn;
         }
+        if rec.op == wop::RDMA_READ {
+            let from = turn.off.min(rec.len);
+            rec.resp_end = from.saturating_add(READ_BURST.saturating_mul(mtu)).min(rec.len);
+            st.conn.set_rec(i, rec);
+        }
         st.conn.off = plan.off;
         if plan.whole {
             st.conn.next += 1;
@@ -599,7 +612,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
     let cap = data.state.lock().attr.cap;
     let m = message(qp, &cap, uc, wqe)?;
     let transport = if uc { opcode::UC } else { opcode::RC };
-    let Some(netdev) = dev.netdev(1) else {
+    let Some(netdev) = dev.data().netdev() else {
         // No netdev (it is going away): as if the packets were lost.
         return Ok(());
     };
@@ -845,11 +858,14 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
         if !r.started || psn::diff(r.last_psn(), p) > 0 {
             break;
         }
-        if r.waits_response() {
-            // Acknowledged past a READ or an atomic whose response did not come: it was lost.
+        if r.waits_response() && r.done < r.len.max(1) {
+            // Acknowledged past a READ or an atomic whose response did not come: it was lost
+            // (unless it is already being asked for again).
             st.conn.una = r.first_psn;
             let resume_at = psn::add(r.first_psn, r.done / mtu_of(st));
-            go_back(qp, st, resume_at);
+            if !stale_go_back(&st.conn, resume_at) {
+                go_back(qp, st, resume_at);
+            }
             return;
         }
         complete_front(qp, st, wc_status::SUCCESS, after);
@@ -942,19 +958,33 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
                 r.started && r.first_psn == bpsn && r.waits_response() && r.op != wop::RDMA_READ
             });
             let Some(i) = found else { return };
-            if i > 0 {
-                ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
-            }
-            if st.conn.count == 0 || st.conn.rec(0).first_psn != bpsn {
+            let mut r = st.conn.rec(i);
+            if r.done >= r.len {
+                // Answered before (a duplicate answer).
                 return;
             }
-            let status = match place_local(qp, st, 0, 0, &orig.to_ne_bytes()) {
-                Ok(()) => wc_status::SUCCESS,
-                Err(_) => wc_status::LOC_PROT_ERR,
-            };
+            if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
+                r.failed = wc_status::LOC_PROT_ERR;
+            }
+            r.done = r.len;
+            st.conn.set_rec(i, r);
+            if i > 0 {
+                // An answer overtook the one before it (reordered on the way): it completes
+                // in its turn.
+                return;
+            }
             st.conn.una = psn::add(bpsn, 1);
             st.conn.retries = st.attr.retry_cnt;
-            complete_front(qp, st, status, after);
+            complete_front(qp, st, r.failed, after);
+            // Later atomics answered out of order complete now, in order.
+            while st.conn.count > 0 && st.conn.next > 0 {
+                let n = st.conn.rec(0);
+                if !(n.waits_response() && n.op != wop::RDMA_READ && n.done >= n.len) {
+                    break;
+                }
+                st.conn.una = psn::add(n.first_psn, 1);
+                complete_front(qp, st, n.failed, after);
+            }
             progress(qp, st);
         }
         _ => {}
@@ -1022,6 +1052,11 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
         counters.add(Stat::RcvdMsgs, 1);
         counters.add(Stat::RcvdBytes, r.len.into());
         complete_front(qp, st, wc_status::SUCCESS, after);
+    } else if r.done >= r.resp_end {
+        // The responder's burst for this request is over: ask for the rest now.
+        let at = psn::add(r.first_psn, r.done / mtu);
+        go_back(qp, st, at);
+        st.conn.resent_from = None;
     }
     progress(qp, st);
 }
@@ -1199,6 +1234,24 @@ fn refuse(
     nak(bpsn, code, msn)
 }
 
+/// Whether the responder serves the READ `reth`: the QP allows READs, and the range is within
+/// a memory region of its PD that allows them.
+fn read_allowed(qp: &Qp<Ferroce>, st: &QpShared, reth: &Reth) -> bool {
+    st.attr.qp_access_flags & access::REMOTE_READ != 0
+        && st.attr.max_dest_rd_atomic != 0
+        && reth.dma_len <= limits::MAX_MSG_SZ
+        && (reth.dma_len == 0
+            || placement::find(
+                qp.device(),
+                qp.pd_id(),
+                reth.rkey,
+                reth.va,
+                reth.dma_len as usize,
+                access::REMOTE_READ,
+            )
+            .is_some())
+}
+
 /// A request packet for the responder.
 fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) -> Reply {
     if !matches!(
@@ -1231,15 +1284,17 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             counters.add(Stat::DupRequests, 1);
             let msn = st.conn.msn;
             return match kind {
+                // A READ asked again (its response, or part of it, was lost): served again
+                // if it still passes the checks a new one does.
                 Kind::Read => match p.hdr.reth {
-                    Some(reth) => Reply::Read {
+                    Some(reth) if read_allowed(qp, st, &reth) => Reply::Read {
                         psn: bpsn,
                         va: reth.va,
                         rkey: reth.rkey,
                         len: reth.dma_len,
                         msn,
                     },
-                    None => Reply::None,
+                    _ => Reply::None,
                 },
                 Kind::Atomic => st
                     .conn
@@ -1396,11 +1451,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             if st.attr.qp_access_flags & access::REMOTE_READ == 0 || st.attr.max_dest_rd_atomic == 0 {
                 return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             }
-            if reth.dma_len > limits::MAX_MSG_SZ
-                || (reth.dma_len > 0
-                    && placement::find(qp.device(), qp.pd_id(), reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_READ)
-                        .is_none())
-            {
+            if !read_allowed(qp, st, &reth) {
                 return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
             }
             st.conn.epsn = psn::add(bpsn, reth.dma_len.div_ceil(mtu).max(1));
@@ -1470,7 +1521,7 @@ struct Back {
 /// Sends a responder's reply.
 fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
     let dev = qp.device();
-    let Some(netdev) = dev.netdev(1) else { return };
+    let Some(netdev) = dev.data().netdev() else { return };
     let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
     let bth = |opc: u8, p: u32| Bth {
         opcode: opcode::RC | opc,
@@ -1550,7 +1601,8 @@ fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
                 }
                 off += chunk;
                 p = psn::add(p, 1);
-                if l {
+                if l || psn::diff(p, first) as u32 >= READ_BURST {
+                    // Done, or the burst is: the requester asks for the rest.
                     return;
                 }
             }
@@ -1626,6 +1678,10 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
     let mut after = After::default();
     let mut guard = data.state.lock();
     let st = &mut *guard;
+    if qp.timer_pending() {
+        // Armed again while this expiry waited for the lock: it is stale.
+        return;
+    }
     let mut resume = false;
     match st.conn.timer {
         TimerUse::Idle => {}

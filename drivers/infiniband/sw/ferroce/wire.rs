@@ -106,7 +106,7 @@ pub(crate) fn send_datagram(
     len: u32,
 ) -> Result<(), u32> {
     let dev = qp.device();
-    let Some(netdev) = dev.netdev(1) else {
+    let Some(netdev) = dev.data().netdev() else {
         // The netdev is going away: the datagram is lost.
         return Ok(());
     };
@@ -160,6 +160,11 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
     // One partition: the default P_Key, full or limited membership.
     if p.hdr.bth.pkey & 0x7fff != DEFAULT_PKEY & 0x7fff {
         counters.add(Stat::BadPkts, 1);
+        return;
+    }
+    // Only packets to one of the port's GIDs (the IP layer delivers to any local address).
+    if !dev.gid_is_local(1, &p.route.dgid) {
+        counters.add(Stat::Dropped, 1);
         return;
     }
     let Some(qp) = dev.qp(p.hdr.bth.dest_qp) else {
