@@ -11,14 +11,22 @@ KSFT_SKIP=4
 # one failing test does not break the next.
 CLEANUP_LINKS=()
 CLEANUP_NETDEVS=()
+CLEANUP_NETNS=()
 cleanup() {
 	local rc=$? l n
 	set +e
+	# (Background jobs first: a perftest server holds its device.)
+	kill $(jobs -p) 2>/dev/null
+	wait 2>/dev/null
 	for l in "${CLEANUP_LINKS[@]}"; do
 		[ -e "/sys/class/infiniband/$l" ] && rdma link delete "$l" 2>/dev/null
 	done
 	for n in "${CLEANUP_NETDEVS[@]}"; do
 		ip link del "$n" 2>/dev/null
+	done
+	# Deleting a namespace deletes its netdevs (and their veth peers).
+	for n in "${CLEANUP_NETNS[@]}"; do
+		ip netns del "$n" 2>/dev/null
 	done
 	exit $rc
 }
@@ -85,12 +93,128 @@ add_dummy() {
 	ip link set "$1" up
 }
 
-# rdma_link_add DEV TYPE NETDEV (loads the driver's module on demand).
+# add_netns NAME: a network namespace with its loopback up.
+add_netns() {
+	CLEANUP_NETNS+=("$1")
+	ip netns add "$1"
+	ip -n "$1" link set lo up
+}
+
+# in_ns NS COMMAND...: run COMMAND in the network namespace NS ("-": init_net).
+in_ns() {
+	local ns=$1
+	shift
+	if [ "$ns" = - ]; then
+		"$@"
+	else
+		ip netns exec "$ns" "$@"
+	fi
+}
+
+# add_veth NAME NS IP PEER PEER_NS PEER_IP [MTU]: a veth pair, each end in
+# its namespace ("-": init_net) with its /24 address, both up.
+add_veth() {
+	local n=$1 ns=$2 ip=$3 p=$4 pns=$5 pip=$6 mtu=${7:-1500}
+	ip link add "$n" mtu "$mtu" type veth peer name "$p" mtu "$mtu"
+	if [ "$ns" = - ]; then
+		CLEANUP_NETDEVS+=("$n")
+	else
+		ip link set "$n" netns "$ns"
+	fi
+	[ "$pns" = - ] || ip link set "$p" netns "$pns"
+	in_ns "$ns" ip addr add "$ip/24" dev "$n"
+	in_ns "$pns" ip addr add "$pip/24" dev "$p"
+	in_ns "$ns" ip link set "$n" up
+	in_ns "$pns" ip link set "$p" up
+}
+
+# rdma_link_add DEV TYPE NETDEV [NS] (loads the driver's module on demand):
+# the netdev and the `rdma link add` are in the namespace NS (default
+# init_net); ib_core's shared mode shows the device in every namespace.
 rdma_link_add() {
 	CLEANUP_LINKS+=("$1")
-	rdma link add "$1" type "$2" netdev "$3"
+	in_ns "${4:--}" rdma link add "$1" type "$2" netdev "$3"
 	wait_for 10 test -e "/sys/class/infiniband/$1" ||
 		fail "$1 did not appear in /sys/class/infiniband"
+}
+
+# roce_gid DEV IPV4: the index of DEV's RoCE v2 GID for the address IPV4
+# (it appears once the address is up, from a workqueue: waits for it).
+roce_gid_now() {
+	ibv_devinfo -v -d "$1" |
+		sed -n "s/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:${2//./\\.}, RoCE v2\$/\1/p" |
+		head -1 | grep .
+}
+roce_gid() {
+	wait_for 10 roce_gid_now "$1" "$2" || {
+		ibv_devinfo -v -d "$1" | grep GID >&2
+		return 1
+	}
+	roce_gid_now "$1" "$2"
+}
+
+# listening NS PORT: a TCP socket listens on PORT in NS.
+listening() {
+	[ -n "$(in_ns "$1" ss -Hltn "sport = :$2")" ]
+}
+
+# server_client SRV_NS SRV_IP CLI_NS SERVER_CMD... -- CLIENT_CMD...: the
+# server and client of a tool that meet over TCP port 18515 (perftest,
+# ibv_*_pingpong), each run in its namespace with a time limit; the client
+# is given SRV_IP last, once the server listens.  Prints the client's
+# output, and the server's too on failure.
+server_client() {
+	local sns=$1 sip=$2 cns=$3 server rc=0
+	local -a srv=() cli=() sx=() cx=()
+	shift 3
+	while [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	cli=("$@")
+	[ "$sns" = - ] || sx=(ip netns exec "$sns")
+	[ "$cns" = - ] || cx=(ip netns exec "$cns")
+	# (timeout first: its pid is the job's, and it passes a kill on.)
+	timeout 120 "${sx[@]}" "${srv[@]}" >/tmp/server.log 2>&1 &
+	server=$!
+	if ! wait_for 60 listening "$sns" 18515; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		cat /tmp/server.log
+		echo "${srv[0]} server never listened on port 18515"
+		return 1
+	fi
+	timeout 120 "${cx[@]}" "${cli[@]}" "$sip" >/tmp/client.log 2>&1 || rc=$?
+	if [ $rc != 0 ]; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		cat /tmp/server.log /tmp/client.log
+		echo "${cli[0]} client exited $rc"
+		return 1
+	fi
+	if ! wait "$server"; then
+		cat /tmp/server.log /tmp/client.log
+		echo "${srv[0]} server failed"
+		return 1
+	fi
+	cat /tmp/client.log
+}
+
+# perftest_pair SRV_NS SRV_DEV SRV_GIDX SRV_IP CLI_NS CLI_DEV CLI_GIDX TOOL ARGS...:
+# a perftest server on SRV_DEV, its TCP side in SRV_NS at SRV_IP, and a
+# client on CLI_DEV whose TCP side runs in CLI_NS; prints the client's
+# output.  (RoCE: each end names the index of its own RoCE v2 GID.)
+perftest_pair() {
+	local sns=$1 sdev=$2 sgid=$3 sip=$4 cns=$5 cdev=$6 cgid=$7 tool=$8
+	shift 8
+	server_client "$sns" "$sip" "$cns" "$tool" -d "$sdev" -x "$sgid" -F "$@" -- \
+		"$tool" -d "$cdev" -x "$cgid" -F "$@"
+}
+
+# perftest_result OUTPUT: perftest's last result line (size, iterations, figures...).
+perftest_result() {
+	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { l = $0 } END { print l }' <<<"$1" | grep .
 }
 
 # ibv_devices lists DEV.
@@ -123,10 +247,11 @@ perftest_loopback() {
 # The kernel log's reports of a broken kernel (kept in step with qemu/run).
 KERNEL_PROBLEMS='(Oops|BUG:|WARNING:|KASAN:|UBSAN:|kernel BUG|general protection fault|Kernel panic|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|unreferenced object|Call Trace:|RIP: )'
 
-# ferroce_add DEV NETDEV: create a ferroce device (loads the module on demand)
-# and note the objects kernel users hold on it right away (res_baseline).
+# ferroce_add DEV NETDEV [NS]: create a ferroce device (loads the module on
+# demand), on a netdev of the namespace NS (default init_net), and note the
+# objects kernel users hold on it right away (res_baseline).
 ferroce_add() {
-	rdma_link_add "$1" ferroce "$2"
+	rdma_link_add "$1" ferroce "$2" "${3:--}"
 	res_baseline "$1"
 }
 
