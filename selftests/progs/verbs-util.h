@@ -15,10 +15,20 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
+/*
+ * A program may define CHECK_CONTEXT() before including this file: it runs
+ * after the message of every failed CHECK (e.g. to print the seed and the
+ * phase), before the newline.
+ */
+#ifndef CHECK_CONTEXT
+#define CHECK_CONTEXT() do { } while (0)
+#endif
+
 #define CHECK(cond, ...)                                                  \
 	do {                                                              \
 		if (!(cond)) {                                            \
 			fprintf(stderr, "FAIL: " __VA_ARGS__);            \
+			CHECK_CONTEXT();                                  \
 			fprintf(stderr, "\n");                            \
 			exit(1);                                          \
 		}                                                         \
@@ -90,8 +100,14 @@ static inline void to_init(struct ibv_qp *qp)
 	init_with(qp, IBV_ACCESS_REMOTE_WRITE);
 }
 
-/* INIT -> RTR, connected to the QP `dest` of this device through GID index 1. */
-static inline void rtr_to(struct ibv_qp *qp, uint32_t dest)
+/*
+ * INIT -> RTR, connected to the QP `dest` at the GID `dgid` (of this device or
+ * another one), from the local GID index `sgid_index`, expecting the PSN
+ * `rq_psn` first.
+ */
+static inline void rtr_to_gid(struct ibv_qp *qp, uint32_t dest,
+			      const union ibv_gid *dgid, int sgid_index,
+			      uint32_t rq_psn)
 {
 	struct ibv_qp_attr a;
 	int ret;
@@ -100,20 +116,29 @@ static inline void rtr_to(struct ibv_qp *qp, uint32_t dest)
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = dest;
-	a.rq_psn = 1;
+	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.sgid_index = sgid_index;
 	a.ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_query_gid(qp->context, 1, 1, &a.ah_attr.grh.dgid) == 0,
-	      "query_gid 1");
+	a.ah_attr.grh.dgid = *dgid;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				    IBV_QP_MAX_DEST_RD_ATOMIC |
 				    IBV_QP_MIN_RNR_TIMER);
-	CHECK(ret == 0, "to RTR: %s", strerror(ret));
+	CHECK(ret == 0, "QP %u to RTR (to QP %u): %s", qp->qp_num, dest,
+	      strerror(ret));
+}
+
+/* INIT -> RTR, connected to the QP `dest` of this device through GID index 1. */
+static inline void rtr_to(struct ibv_qp *qp, uint32_t dest)
+{
+	union ibv_gid gid;
+
+	CHECK(ibv_query_gid(qp->context, 1, 1, &gid) == 0, "query_gid 1");
+	rtr_to_gid(qp, dest, &gid, 1, 1);
 }
 
 /* INIT -> RTR, connected to itself through GID index 1. */
@@ -122,23 +147,34 @@ static inline void to_rtr(struct ibv_qp *qp)
 	rtr_to(qp, qp->qp_num);
 }
 
-/* RTR -> RTS, retrying RNR NAKs `rnr_retry` times (7: for ever). */
-static inline void rtr_to_rts(struct ibv_qp *qp, int rnr_retry)
+/*
+ * RTR -> RTS, retrying RNR NAKs `rnr_retry` times (7: for ever) and
+ * transport timeouts (4.096 us << `timeout`) `retry_cnt` times, sending
+ * from the PSN `sq_psn`.
+ */
+static inline void rts_with(struct ibv_qp *qp, int rnr_retry, int retry_cnt,
+			    int timeout, uint32_t sq_psn)
 {
 	struct ibv_qp_attr a;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = timeout;
+	a.retry_cnt = retry_cnt;
 	a.rnr_retry = rnr_retry;
-	a.sq_psn = 1;
+	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 1;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	CHECK(ret == 0, "to RTS: %s", strerror(ret));
+	CHECK(ret == 0, "QP %u to RTS: %s", qp->qp_num, strerror(ret));
+}
+
+/* RTR -> RTS, retrying RNR NAKs `rnr_retry` times (7: for ever). */
+static inline void rtr_to_rts(struct ibv_qp *qp, int rnr_retry)
+{
+	rts_with(qp, rnr_retry, 7, 14, 1);
 }
 
 /* RESET -> INIT -> RTR -> RTS, connected to itself through GID index 1. */
