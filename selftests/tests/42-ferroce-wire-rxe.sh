@@ -42,7 +42,7 @@ integrity() { # LABEL ARGS...
 }
 # rxe is the reference peer: where it alone is judged (its own local
 # errors), the program skips the case and says so.
-integrity "rxe0 <-> ferroce0" -r rxe0 -b ferroce0 -x "$grxe" -X "$gfer" rxe0 200
+integrity "rxe0 <-> ferroce0" -r rxe0 -b ferroce0 -x "$grxe" -X "$gfer" rxe0 120
 
 run() { # SERVER CLIENT TOOL ARGS...: perftest with SERVER's device as the server
 	local out line
@@ -55,13 +55,13 @@ run() { # SERVER CLIENT TOOL ARGS...: perftest with SERVER's device as the serve
 	echo "${*:3} ($1 <- $2): $line"
 }
 for dir in "rxe0 ferroce0" "ferroce0 rxe0"; do
-	run $dir ib_write_bw -s 65536 -n 200
-	run $dir ib_read_bw -s 65536 -n 100
-	run $dir ib_send_bw -s 65536 -n 200
+	run $dir ib_write_bw -s 65536 -n 100
+	run $dir ib_read_bw -s 65536 -n 60
+	run $dir ib_send_bw -s 65536 -n 100
 	# UD: one packet per message, within the active MTU (1024 here).
-	run $dir ib_send_bw -c UD -s 1024 -n 200
-	run $dir ib_atomic_bw -n 200
-	run $dir ib_write_lat -s 8 -n 200
+	run $dir ib_send_bw -c UD -s 1024 -n 100
+	run $dir ib_atomic_bw -n 100
+	run $dir ib_write_lat -s 8 -n 100
 done
 
 pingpong() { # SERVER CLIENT TOOL ARGS...: payloads checked (-c)
@@ -77,8 +77,8 @@ pingpong() { # SERVER CLIENT TOOL ARGS...: payloads checked (-c)
 	echo "${*:3} ($1 <- $2): $(grep 'iters in' <<<"$out")"
 }
 for dir in "rxe0 ferroce0" "ferroce0 rxe0"; do
-	pingpong $dir ibv_rc_pingpong -n 100 -s 65536 -c
-	pingpong $dir ibv_ud_pingpong -n 100 -s 1024 -c
+	pingpong $dir ibv_rc_pingpong -n 50 -s 65536 -c
+	pingpong $dir ibv_ud_pingpong -n 50 -s 1024 -c
 done
 
 # The packets crossed the veth: rxe received them from frx0.
