@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 450 (TCG; rxe is slow, and netem makes RC send again)
 # RoCEv2 on the wire: ferroce interoperates with rdma_rxe over a veth pair,
 # and with another ferroce device over another.  rxe0 lives in init_net
 # (rxe listens on UDP 4791 there only), ferroce0 in the namespace fwire at

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600 (TCG; rxe is slow, and netem makes RC send again)
 # RoCEv2 over a bad link: the topology of 42-ferroce-wire-rxe.sh with netem
 # on every veth end losing, duplicating, delaying and reordering packets.
 # RC must still deliver every message exactly: the integrity program in

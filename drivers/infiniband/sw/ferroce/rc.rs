@@ -58,12 +58,22 @@ const ACK_EVERY: u32 = 32;
 /// outstanding (it must not be executed twice, and a duplicate whose result is gone is never
 /// answered).
 const SAVED_ATOMICS: usize = limits::MAX_QP_RD_ATOM as usize;
+/// READs a responder remembers to continue their responses.
+const SAVED_READS: usize = 16;
 /// `IBV_SEND_FENCE`: wait for the READs and atomics before.
 const FENCE: u32 = 1 << 0;
 /// Packets of READ response a responder sends for one request (in the softirq that received
-/// it); the requester asks for the rest with a new request from where they end (so does rxe,
-/// after a timeout).
+/// it; a foreign requester asks for the rest, as rxe does after its timeout). ferroce's
+/// requester never asks for more at once: it splits a READ into requests of this many
+/// response packets at most, each sent once the one before is answered.
 const READ_BURST: u32 = 1024;
+
+/// Where the READ request that covers offset `off` of a READ of `len` bytes ends: READs are
+/// asked for in chunks of [`READ_BURST`] packets, at fixed offsets.
+fn read_chunk_end(off: u32, len: u32, mtu: u32) -> u32 {
+    let chunk = READ_BURST.saturating_mul(mtu);
+    (off / chunk).saturating_add(1).saturating_mul(chunk).min(len)
+}
 
 /// A WQE the requester has taken from its send queue (the `i`-th pending one).
 #[derive(Clone, Copy, Default)]
@@ -78,9 +88,9 @@ struct Rec {
     npkts: u32,
     /// Bytes of a READ's response placed.
     done: u32,
-    /// Where the response to the READ request last sent ends (see [`READ_BURST`]).
-    resp_end: u32,
     started: bool,
+    /// A READ's or an atomic's answer is all in (it completes once it is the oldest).
+    answered: bool,
     /// A local error found when it was taken: it completes with this status once it is the
     /// oldest.
     failed: u32,
@@ -121,9 +131,9 @@ enum InMsg {
     Write { va: u64, rkey: u32, left: u32, total: u32 },
 }
 
-/// The receive WQE a message in progress fills (taken from the RQ or the SRQ).
+/// The receive WQE a message in progress fills (taken from the RQ or the SRQ into
+/// `Conn::recv_wqe`).
 struct RecvHeld {
-    wqe: [u8; RECV_WQE_MAX],
     len: usize,
     max_sge: u32,
     resets: u32,
@@ -163,8 +173,16 @@ pub(crate) struct Conn {
     nak_sent: bool,
     msg: InMsg,
     recv: Option<RecvHeld>,
-    atomics: [(u32, u64, bool); SAVED_ATOMICS],
+    /// The bytes of the held receive WQE (on the heap, as `atomics`).
+    recv_wqe: KBox<[u8; RECV_WQE_MAX]>,
+    // On the heap: QP creation runs deep in ib_core (QP1 at device registration) and moves
+    // this state by value a few times; kernel stacks are small.
+    atomics: KVec<(u32, u64, bool)>,
     atomic_next: usize,
+    /// Recent READs served (first PSN, PSNs): a request again from inside one continues its
+    /// response (MIDDLE/LAST packets), as a requester expects after a partial response.
+    reads: KVec<(u32, u32, bool)>,
+    read_next: usize,
 }
 
 impl Conn {
@@ -195,8 +213,11 @@ impl Conn {
             nak_sent: false,
             msg: InMsg::None,
             recv: None,
-            atomics: [(0, 0, false); SAVED_ATOMICS],
+            recv_wqe: KBox::new([0u8; RECV_WQE_MAX], GFP_KERNEL)?,
+            atomics: KVec::from_elem((0, 0, false), SAVED_ATOMICS, GFP_KERNEL)?,
             atomic_next: 0,
+            reads: KVec::from_elem((0, 0, false), SAVED_READS, GFP_KERNEL)?,
+            read_next: 0,
         })
     }
 
@@ -255,7 +276,8 @@ impl Conn {
         self.recv = None;
         self.nak_sent = false;
         self.msn = 0;
-        self.atomics = [(0, 0, false); SAVED_ATOMICS];
+        self.atomics.iter_mut().for_each(|a| *a = (0, 0, false));
+        self.reads.iter_mut().for_each(|r| *r = (0, 0, false));
     }
 
     /// The PSNs a modify set: the responder's expected one, the requester's next one.
@@ -286,7 +308,7 @@ impl Conn {
     pub(crate) fn take_held_recv(&mut self, resets: u32) -> Option<u64> {
         self.msg = InMsg::None;
         let h = self.recv.take()?;
-        let hdr: &[u8; abi::RECV_WQE_HEADER] = h.wqe.first_chunk()?;
+        let hdr: &[u8; abi::RECV_WQE_HEADER] = self.recv_wqe.first_chunk()?;
         (h.resets == resets).then(|| abi::wqe_wr_id(hdr))
     }
 
@@ -392,12 +414,15 @@ struct Plan {
 fn plan_turn(rec: &Rec, off: u32, mtu: u32, budget: u32) -> Plan {
     let off = off.min(rec.len);
     match rec.op {
-        wop::RDMA_READ => Plan {
-            pkts: 1,
-            advance: (rec.len - off).div_ceil(mtu).max(1),
-            off: rec.len,
-            whole: true,
-        },
+        wop::RDMA_READ => {
+            let end = read_chunk_end(off, rec.len, mtu);
+            Plan {
+                pkts: 1,
+                advance: (end - off).div_ceil(mtu).max(1),
+                off: end,
+                whole: end == rec.len,
+            }
+        }
         wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => Plan {
             pkts: 1,
             advance: 1,
@@ -522,6 +547,12 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
             st.conn.set_rec(i, rec);
         }
         let mtu = mtu_of(st);
+        if rec.op == wop::RDMA_READ && st.conn.off > rec.done {
+            // The next request of a long READ waits until the one before is answered (each
+            // counts against the responder's READ credits).
+            st.sending = false;
+            return;
+        }
         let plan = plan_turn(&rec, st.conn.off, mtu, BURST.min(WINDOW - st.conn.outstanding()));
         let turn = Turn {
             route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
@@ -539,11 +570,6 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
         st.conn.psn = psn::add(st.conn.psn, plan.advance);
         if psn::diff(st.conn.psn, st.conn.max_psn) > 0 {
             st.conn.max_psn = st.conn.psn;
-        }
-        if rec.op == wop::RDMA_READ {
-            let from = turn.off.min(rec.len);
-            rec.resp_end = from.saturating_add(READ_BURST.saturating_mul(mtu)).min(rec.len);
-            st.conn.set_rec(i, rec);
         }
         st.conn.off = plan.off;
         if plan.whole {
@@ -637,7 +663,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
                 reth: Some(Reth {
                     va: remote_addr.wrapping_add(off.into()),
                     rkey,
-                    dma_len: m.len - off,
+                    dma_len: read_chunk_end(off, m.len, t.mtu) - off,
                 }),
                 ..Headers::default()
             };
@@ -845,8 +871,11 @@ fn skip_to(st: &mut QpShared, p: u32) {
     c.gen = c.gen.wrapping_add(1);
 }
 
-/// Every PSN up to `p` is acknowledged: completes the messages it covers, in order.
-fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
+/// Every PSN up to `p` is acknowledged: completes the messages it covers, in order. A READ or
+/// an atomic it covers whose answer has not come was lost if `implicit_nak` (an ACK came past
+/// it): it goes again; otherwise (an answer to a later request overtook its own) the
+/// completions stop there.
+fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, implicit_nak: bool, after: &mut After) {
     if psn::diff(p, st.conn.una) < 0 || psn::diff(p, st.conn.max_psn) >= 0 {
         // Old, or for PSNs never sent.
         return;
@@ -858,20 +887,22 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, after: &mut After) {
         if !r.started || psn::diff(r.last_psn(), p) > 0 {
             break;
         }
-        if r.waits_response() && r.done < r.len.max(1) {
+        if r.waits_response() && !r.answered {
+            st.conn.una = r.first_psn;
             // Acknowledged past a READ or an atomic whose response did not come: it was lost
             // (unless it is already being asked for again).
-            st.conn.una = r.first_psn;
             let resume_at = psn::add(r.first_psn, r.done / mtu_of(st));
-            if !stale_go_back(&st.conn, resume_at) {
+            if implicit_nak && !stale_go_back(&st.conn, resume_at) {
                 go_back(qp, st, resume_at);
             }
             return;
         }
-        complete_front(qp, st, wc_status::SUCCESS, after);
+        complete_front(qp, st, r.failed, after);
     }
     st.conn.una = psn::add(p, 1);
     st.conn.retries = st.attr.retry_cnt;
+    // Answers that came before this acknowledgement complete after it.
+    drain_answered(qp, st, after);
     if st.conn.resent_from.is_some_and(|from| psn::diff(st.conn.una, from) > 0)
         && psn::diff(st.conn.una, st.conn.psn) >= 0
     {
@@ -887,6 +918,22 @@ fn progress(qp: &Qp<Ferroce>, st: &mut QpShared) {
     if st.conn.timer == TimerUse::Ack && st.conn.outstanding() == 0 && st.conn.count == 0 {
         st.conn.timer = TimerUse::Idle;
         qp.cancel_timer();
+    }
+}
+
+/// Completes, in order, the oldest records whose answers are all in (READs and atomics whose
+/// answers overtook those of the requests before them complete once those do).
+fn drain_answered(qp: &Qp<Ferroce>, st: &mut QpShared, after: &mut After) {
+    while st.conn.count > 0 && st.conn.next > 0 {
+        let r = st.conn.rec(0);
+        if !(r.started && r.waits_response() && r.answered) {
+            break;
+        }
+        let end = psn::add(r.last_psn(), 1);
+        if psn::diff(end, st.conn.una) > 0 {
+            st.conn.una = end;
+        }
+        complete_front(qp, st, r.failed, after);
     }
 }
 
@@ -909,10 +956,10 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
             let in_flight =
                 psn::diff(bpsn, st.conn.una) >= 0 && psn::diff(bpsn, st.conn.max_psn) < 0;
             match Syndrome::from_byte(aeth.syndrome) {
-                Some(Syndrome::Ack { .. }) => ack_upto(qp, st, bpsn, after),
+                Some(Syndrome::Ack { .. }) => ack_upto(qp, st, bpsn, true, after),
                 Some(Syndrome::RnrNak { timer }) if in_flight => {
                     counters.add(Stat::NaksRcvd, 1);
-                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
+                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), true, after);
                     if st.conn.rnr_retries == 0 {
                         fail_front(qp, st, wc_status::RNR_RETRY_EXC_ERR, after);
                         return;
@@ -928,7 +975,7 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
                 }
                 Some(Syndrome::Nak(code)) if in_flight => {
                     counters.add(Stat::NaksRcvd, 1);
-                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), after);
+                    ack_upto(qp, st, psn::add(bpsn, psn::MASK), true, after);
                     let status = match code {
                         NakCode::PsnSequenceError => {
                             if !stale_go_back(&st.conn, bpsn) {
@@ -959,32 +1006,20 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
             });
             let Some(i) = found else { return };
             let mut r = st.conn.rec(i);
-            if r.done >= r.len {
-                // Answered before (a duplicate answer).
-                return;
-            }
-            if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
-                r.failed = wc_status::LOC_PROT_ERR;
-            }
-            r.done = r.len;
-            st.conn.set_rec(i, r);
-            if i > 0 {
-                // An answer overtook the one before it (reordered on the way): it completes
-                // in its turn.
-                return;
-            }
-            st.conn.una = psn::add(bpsn, 1);
-            st.conn.retries = st.attr.retry_cnt;
-            complete_front(qp, st, r.failed, after);
-            // Later atomics answered out of order complete now, in order.
-            while st.conn.count > 0 && st.conn.next > 0 {
-                let n = st.conn.rec(0);
-                if !(n.waits_response() && n.op != wop::RDMA_READ && n.done >= n.len) {
-                    break;
+            if !r.answered {
+                if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
+                    r.failed = wc_status::LOC_PROT_ERR;
                 }
-                st.conn.una = psn::add(n.first_psn, 1);
-                complete_front(qp, st, n.failed, after);
+                r.done = r.len;
+                r.answered = true;
+                st.conn.set_rec(i, r);
             }
+            st.conn.retries = st.attr.retry_cnt;
+            // What came before it is done, up to the first READ or atomic still waiting (an
+            // answer that overtook its own: no going back for it); then it completes in its
+            // turn, with the answered ones after it.
+            ack_upto(qp, st, bpsn, false, after);
+            drain_answered(qp, st, after);
             progress(qp, st);
         }
         _ => {}
@@ -1006,7 +1041,8 @@ fn place_local(qp: &Qp<Ferroce>, st: &QpShared, i: usize, at: u32, bytes: &[u8])
 fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) {
     let bpsn = p.hdr.bth.psn;
     let mtu = mtu_of(st);
-    let Some(i) = (0..st.conn.next).find(|&i| {
+    // Records up to the one being sent: a long READ is that one until its last request.
+    let Some(i) = (0..st.conn.count).find(|&i| {
         let r = st.conn.rec(i);
         r.op == wop::RDMA_READ && r.contains(bpsn)
     }) else {
@@ -1024,39 +1060,45 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
         return;
     }
     if i > 0 {
-        // The messages before the READ are done (responses come in order).
-        ack_upto(qp, st, psn::add(r.first_psn, psn::MASK), after);
-        if st.conn.count == 0 || st.conn.rec(0).first_psn != r.first_psn {
-            return;
-        }
+        // The messages before the READ are done, up to the first READ or atomic still waiting
+        // (whose answer this one overtook).
+        ack_upto(qp, st, psn::add(r.first_psn, psn::MASK), false, after);
     }
+    let Some(i) = (0..st.conn.count)
+        .find(|&j| st.conn.rec(j).first_psn == r.first_psn && st.conn.rec(j).op == wop::RDMA_READ)
+    else {
+        return;
+    };
     let lay = p.layout;
     let n = p.payload.len() as u32;
-    let room = r.len - r.done;
+    // Each request of the READ ends at its chunk's end (see `read_chunk_end`).
+    let room = read_chunk_end(r.done, r.len, mtu) - r.done;
     let sized = if lay.last { n == room } else { n == mtu && n < room };
-    if !sized {
-        fail_front(qp, st, wc_status::REM_INV_REQ_ERR, after);
+    let mut r = st.conn.rec(i);
+    if !sized || place_local(qp, st, i, r.done, p.payload).is_err() {
+        // A response of the wrong size, or local memory gone: the READ fails in its turn.
+        r.failed = if sized {
+            wc_status::LOC_PROT_ERR
+        } else {
+            wc_status::REM_INV_REQ_ERR
+        };
+        r.answered = true;
+        st.conn.set_rec(i, r);
+        drain_answered(qp, st, after);
         return;
     }
-    if place_local(qp, st, 0, r.done, p.payload).is_err() {
-        fail_front(qp, st, wc_status::LOC_PROT_ERR, after);
-        return;
-    }
-    let mut r = st.conn.rec(0);
     r.done += n;
-    st.conn.set_rec(0, r);
-    st.conn.una = psn::add(bpsn, 1);
+    r.answered = r.done >= r.len;
+    st.conn.set_rec(i, r);
+    if i == 0 {
+        st.conn.una = psn::add(bpsn, 1);
+    }
     st.conn.retries = st.attr.retry_cnt;
     let counters = &qp.device().data().counters;
-    if lay.last {
+    if r.answered {
         counters.add(Stat::RcvdMsgs, 1);
         counters.add(Stat::RcvdBytes, r.len.into());
-        complete_front(qp, st, wc_status::SUCCESS, after);
-    } else if r.done >= r.resp_end {
-        // The responder's burst for this request is over: ask for the rest now.
-        let at = psn::add(r.first_psn, r.done / mtu);
-        go_back(qp, st, at);
-        st.conn.resent_from = None;
+        drain_answered(qp, st, after);
     }
     progress(qp, st);
 }
@@ -1065,7 +1107,8 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
 enum Reply {
     None,
     Ack { psn: u32, syndrome: u8, msn: u32 },
-    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32 },
+    /// `mid`: the response continues one cut short (its first packet is not a FIRST).
+    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, mid: bool },
     Atomic { psn: u32, orig: u64, msn: u32 },
 }
 
@@ -1115,7 +1158,6 @@ fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
         return true;
     }
     let mut held = RecvHeld {
-        wqe: [0u8; RECV_WQE_MAX],
         len: 0,
         max_sge: st.attr.cap.max_recv_sge,
         resets: st.resets,
@@ -1126,14 +1168,14 @@ fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
                 return false;
             }
             let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
-            if rq.peek(0, &mut held.wqe[..len]).is_err() || rq.consume(1).is_err() {
+            if rq.peek(0, &mut st.conn.recv_wqe[..len]).is_err() || rq.consume(1).is_err() {
                 return false;
             }
             held.len = len;
         }
         None => {
             let Some(srq) = qp.srq() else { return false };
-            match crate::srq::take(srq, &mut held.wqe) {
+            match crate::srq::take(srq, &mut st.conn.recv_wqe[..]) {
                 Ok(Some((len, max_sge))) => {
                     held.len = len;
                     held.max_sge = max_sge;
@@ -1149,13 +1191,14 @@ fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
 /// Places `payload` at `at` of the held receive WQE.
 fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Result<(), Fault> {
     let h = st.conn.recv.as_ref().ok_or(Fault::Dest)?;
-    let hdr: &[u8; abi::RECV_WQE_HEADER] = h.wqe.first_chunk().ok_or(Fault::Dest)?;
+    let wqe = &st.conn.recv_wqe;
+    let hdr: &[u8; abi::RECV_WQE_HEADER] = wqe.first_chunk().ok_or(Fault::Dest)?;
     let num = abi::recv_wqe_num_sge(hdr);
     let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
     if num > h.max_sge || end > h.len {
         return Err(Fault::Dest);
     }
-    let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, &h.wqe[abi::RECV_WQE_HEADER..end]);
+    let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, &wqe[abi::RECV_WQE_HEADER..end]);
     walk.skip(at as usize)?;
     placement::place(&mut walk, &mut Source::Bytes(payload), payload.len(), false)
 }
@@ -1176,7 +1219,7 @@ fn complete_recv(
     if h.resets != st.resets && st.rq.is_some() {
         return;
     }
-    let hdr: &[u8; abi::RECV_WQE_HEADER] = match h.wqe.first_chunk() {
+    let hdr: &[u8; abi::RECV_WQE_HEADER] = match st.conn.recv_wqe.first_chunk() {
         Some(hdr) => hdr,
         None => return,
     };
@@ -1293,6 +1336,11 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                         rkey: reth.rkey,
                         len: reth.dma_len,
                         msn,
+                        mid: st.conn.reads.iter().any(|&(first, n, valid)| {
+                            valid
+                                && psn::diff(bpsn, first) > 0
+                                && (psn::diff(bpsn, first) as u32) < n
+                        }),
                     },
                     _ => Reply::None,
                 },
@@ -1454,14 +1502,21 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             if !read_allowed(qp, st, &reth) {
                 return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
             }
-            st.conn.epsn = psn::add(bpsn, reth.dma_len.div_ceil(mtu).max(1));
+            let npkts = reth.dma_len.div_ceil(mtu).max(1);
+            st.conn.epsn = psn::add(bpsn, npkts);
             st.conn.msn = psn::add(st.conn.msn, 1);
+            let c = &mut st.conn;
+            if let Some(slot) = c.reads.get_mut(c.read_next % SAVED_READS) {
+                *slot = (bpsn, npkts, true);
+            }
+            c.read_next = c.read_next.wrapping_add(1);
             return Reply::Read {
                 psn: bpsn,
                 va: reth.va,
                 rkey: reth.rkey,
                 len: reth.dma_len,
                 msn: st.conn.msn,
+                mid: false,
             };
         }
         Kind::Atomic => {
@@ -1490,7 +1545,9 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             };
             drop(range);
             let c = &mut st.conn;
-            c.atomics[c.atomic_next % SAVED_ATOMICS] = (bpsn, orig, true);
+            if let Some(slot) = c.atomics.get_mut(c.atomic_next % SAVED_ATOMICS) {
+                *slot = (bpsn, orig, true);
+            }
             c.atomic_next = c.atomic_next.wrapping_add(1);
             c.epsn = psn::add(bpsn, 1);
             c.msn = psn::add(c.msn, 1);
@@ -1562,13 +1619,14 @@ fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
             rkey,
             len,
             msn,
+            mid,
         } => {
             let remote = placement::one_sge(va, len.into(), rkey);
             let mut from = Walk::new(dev, qp.pd_id(), access::REMOTE_READ, &remote);
             let (mut off, mut p) = (0u32, first);
             loop {
                 let chunk = back.mtu.min(len - off);
-                let (f, l) = (off == 0, off + chunk == len);
+                let (f, l) = (off == 0 && !mid, off + chunk == len);
                 let opc = match (f, l) {
                     (true, true) => op::RDMA_READ_RESPONSE_ONLY,
                     (true, false) => op::RDMA_READ_RESPONSE_FIRST,
