@@ -10,15 +10,9 @@
 /// Bytes of a GRH.
 pub(crate) const GRH_LEN: usize = 40;
 
-/// What a RoCEv2 datagram's IP header is made of.
-pub(crate) struct Route {
-    pub(crate) ipv4: bool,
-    pub(crate) sgid: [u8; 16],
-    pub(crate) dgid: [u8; 16],
-    pub(crate) traffic_class: u8,
-    pub(crate) flow_label: u32,
-    pub(crate) hop_limit: u8,
-}
+/// What a RoCEv2 datagram's IP header is made of: the packet's route (its UDP source port and
+/// IPv4 identification do not show in a GRH).
+pub(crate) use crate::packet::Route;
 
 /// UDP (8), BTH (12), DETH (8) and ICRC (4) around a UD payload.
 const UD_OVERHEAD: u32 = 8 + 12 + 8 + 4;

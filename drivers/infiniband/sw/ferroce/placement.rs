@@ -15,7 +15,7 @@
 use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
-    rdma::{access, object::MrKind, Device, Held, Network, Qp, QpCap, QpToken, QpType},
+    rdma::{access, object::MrKind, Device, Held, Qp, QpCap, QpToken, QpType},
 };
 
 use crate::{
@@ -698,15 +698,7 @@ fn datagram(
         counters.add(Stat::Dropped, 1);
         return Ok(());
     };
-    let route = grh::Route {
-        ipv4: to.av.network == Network::Ipv4,
-        sgid: to.av.sgid,
-        dgid: to.av.dgid,
-        traffic_class: to.av.traffic_class,
-        flow_label: to.av.flow_label,
-        hop_limit: to.av.hop_limit,
-    };
-    let header = grh::ud_grh(&route, len, imm.is_some());
+    let header = grh::ud_grh(&crate::wire::route(&to.av, 0), len, imm.is_some());
     let mut aborted = false;
     let mut buf = [0u8; RECV_WQE_MAX];
     let info = DatagramInfo {

@@ -43,7 +43,7 @@ use crate::{
     placement::{self, Fault, Source, Walk},
     psn,
     qp::{After, QpShared, RECV_WQE_MAX, SEND_WQE_MAX},
-    stats::Stat,
+    stats::{Counters, Stat},
     transport::{self, NakCode, Syndrome},
     wire::{self, TxError},
 };
@@ -1295,6 +1295,26 @@ fn read_allowed(qp: &Qp<Ferroce>, st: &QpShared, reth: &Reth) -> bool {
             .is_some())
 }
 
+/// No receive WQE for a message (a SEND, or the immediate of an RDMA WRITE): RC answers with
+/// an RNR NAK (the requester sends it again after the QP's `min_rnr_timer`); UC drops the
+/// message.
+fn no_receive_wqe(st: &mut QpShared, bpsn: u32, rc: bool, counters: &Counters) -> Reply {
+    counters.add(if rc { Stat::RnrWaits } else { Stat::Dropped }, 1);
+    if !rc {
+        st.conn.msg = InMsg::None;
+        st.conn.epsn = psn::add(bpsn, 1);
+        return Reply::None;
+    }
+    Reply::Ack {
+        psn: bpsn,
+        syndrome: Syndrome::RnrNak {
+            timer: st.attr.min_rnr_timer,
+        }
+        .to_byte(),
+        msn: st.conn.msn,
+    }
+}
+
 /// A request packet for the responder.
 fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) -> Reply {
     if !matches!(
@@ -1390,19 +1410,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
     match kind {
         Kind::Send => {
             if lay.first && !take_recv(qp, st) {
-                counters.add(if rc { Stat::RnrWaits } else { Stat::Dropped }, 1);
-                if !rc {
-                    st.conn.epsn = psn::add(bpsn, 1);
-                    return Reply::None;
-                }
-                return Reply::Ack {
-                    psn: bpsn,
-                    syndrome: Syndrome::RnrNak {
-                        timer: st.attr.min_rnr_timer,
-                    }
-                    .to_byte(),
-                    msn: st.conn.msn,
-                };
+                return no_receive_wqe(st, bpsn, rc, counters);
             }
             let placed = match st.conn.msg {
                 InMsg::Send { placed } => placed,
@@ -1453,20 +1461,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             }
             if lay.last && imm.is_some() && !take_recv(qp, st) {
-                counters.add(if rc { Stat::RnrWaits } else { Stat::Dropped }, 1);
-                if !rc {
-                    st.conn.msg = InMsg::None;
-                    st.conn.epsn = psn::add(bpsn, 1);
-                    return Reply::None;
-                }
-                return Reply::Ack {
-                    psn: bpsn,
-                    syndrome: Syndrome::RnrNak {
-                        timer: st.attr.min_rnr_timer,
-                    }
-                    .to_byte(),
-                    msn: st.conn.msn,
-                };
+                return no_receive_wqe(st, bpsn, rc, counters);
             }
             if n > 0 {
                 let remote = placement::one_sge(va, n.into(), rkey);

@@ -348,6 +348,7 @@ int main(void)
             traffic_class: 0,
             flow_label: 0,
             hop_limit: 64,
+            ..Default::default()
         };
         let g = grh::ud_grh(&route, 100, false);
         assert_eq!(&g[..20], &[0u8; 20]);
@@ -369,6 +370,7 @@ int main(void)
             traffic_class: 0x12,
             flow_label: 0xabcde,
             hop_limit: 9,
+            ..Default::default()
         };
         let g = grh::ud_grh(&v6, 8, true);
         assert_eq!(&g[..8], &[0x61, 0x2a, 0xbc, 0xde, 0, 44, 17, 9]);

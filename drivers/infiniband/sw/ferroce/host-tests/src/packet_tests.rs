@@ -298,14 +298,7 @@ fn every_opcode_round_trips() {
                 // The GRH a UD receive gets is the one the local path makes (which counts no
                 // pad in the IPv4 length or the IPv6 payload length: compare whole words).
                 if o & 0xe0 == UD && size % 4 == 0 {
-                    let gr = grh::Route {
-                        ipv4: route.ipv4,
-                        sgid: route.sgid,
-                        dgid: route.dgid,
-                        traffic_class: route.traffic_class,
-                        flow_label: route.flow_label,
-                        hop_limit: route.hop_limit,
-                    };
+                    let gr = route;
                     let got = packet::parse(&p).unwrap();
                     let mut want = grh::ud_grh(&gr, size as u32, h.imm.is_some());
                     if route.ipv4 {
@@ -330,14 +323,7 @@ fn ud_grh_matches_the_local_path() {
         let route = Route { ip_id: 0, ..route };
         let h = headers_for(UD | op::SEND_ONLY, 1);
         let p = build(&route, &h, b"twelve bytes");
-        let gr = grh::Route {
-            ipv4: route.ipv4,
-            sgid: route.sgid,
-            dgid: route.dgid,
-            traffic_class: route.traffic_class,
-            flow_label: route.flow_label,
-            hop_limit: route.hop_limit,
-        };
+        let gr = route;
         assert_eq!(
             packet::parse(&p).unwrap().grh(),
             grh::ud_grh(&gr, 12, false)
