@@ -128,6 +128,17 @@ add_veth() {
 	in_ns "$pns" ip link set "$p" up
 }
 
+# static_neighbours N NS IP P PNS PIP: each end of a veth pair (as add_veth
+# made it) knows the other's MAC for good, so that address resolution (ARP,
+# which rxe's modify to RTR waits for) does not depend on a lossy link.
+static_neighbours() {
+	local n=$1 ns=$2 ip=$3 p=$4 pns=$5 pip=$6 mac pmac
+	mac=$(in_ns "$ns" cat "/sys/class/net/$n/address")
+	pmac=$(in_ns "$pns" cat "/sys/class/net/$p/address")
+	in_ns "$ns" ip neigh replace "$pip" lladdr "$pmac" dev "$n" nud permanent
+	in_ns "$pns" ip neigh replace "$ip" lladdr "$mac" dev "$p" nud permanent
+}
+
 # rdma_link_add DEV TYPE NETDEV [NS] (loads the driver's module on demand):
 # the netdev and the `rdma link add` are in the namespace NS (default
 # init_net); ib_core's shared mode shows the device in every namespace.

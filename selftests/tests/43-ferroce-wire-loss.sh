@@ -17,6 +17,7 @@ NETEM="loss 3% duplicate 1% reorder 10% 50% delay 1ms"
 
 add_netns fwire
 add_veth frx0 - 10.81.0.1 ftx0 fwire 10.81.0.2
+static_neighbours frx0 - 10.81.0.1 ftx0 fwire 10.81.0.2
 if ! out=$(tc qdisc add dev frx0 root netem $NETEM 2>&1); then
 	case "$out" in
 	*"not supported"* | *"Unknown qdisc"* | *"No such file"*)
@@ -37,6 +38,7 @@ echo "netem on frx0 and ftx0: $NETEM"
 add_netns fwa
 add_netns fwb
 add_veth fwa0 fwa 10.82.0.1 fwb0 fwb 10.82.0.2
+static_neighbours fwa0 fwa 10.82.0.1 fwb0 fwb 10.82.0.2
 tc -n fwa qdisc add dev fwa0 root netem $NETEM || fail "netem on fwa0"
 tc -n fwb qdisc add dev fwb0 root netem $NETEM || fail "netem on fwb0"
 ferroce_add ferroce1 fwa0 fwa
