@@ -330,8 +330,28 @@ struct Msg<'a> {
 }
 
 /// Reads and checks a send WQE (the requester's own checks: nothing goes out for a WQE that
-/// fails them); `Err` is the completion status.
+/// fails them, its local SGEs included); `Err` is the completion status. Done once, when the
+/// executor takes the WQE.
 fn message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
+    let m = parse_message(qp, st_cap, uc, wqe)?;
+    let is_read_or_atomic = !matches!(
+        m.w.opcode,
+        wop::SEND | wop::SEND_WITH_IMM | wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM
+    );
+    let need_local = if is_read_or_atomic { access::LOCAL_WRITE } else { 0 };
+    if Walk::new(qp.device(), qp.pd_id(), need_local, m.sges)
+        .check_all()
+        .is_err()
+    {
+        return Err(wc_status::LOC_PROT_ERR);
+    }
+    Ok(m)
+}
+
+/// Reads a send WQE checked by [`message`] before (the ring may have changed since, so its
+/// limits are checked again; the SGEs are checked by the walks that use them): for each turn
+/// and each answer placed, without finding every SGE's memory region again.
+fn parse_message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
     let hdr = wqe
         .first_chunk::<{ abi::SEND_WQE_HEADER }>()
         .ok_or(wc_status::LOC_QP_OP_ERR)?;
@@ -370,13 +390,6 @@ fn message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'
     if len > u64::from(limits::MAX_MSG_SZ) || (is_atomic && len != 8) {
         return Err(wc_status::LOC_LEN_ERR);
     }
-    let need_local = if is_send || is_write { 0 } else { access::LOCAL_WRITE };
-    if Walk::new(qp.device(), qp.pd_id(), need_local, sges)
-        .check_all()
-        .is_err()
-    {
-        return Err(wc_status::LOC_PROT_ERR);
-    }
     Ok(Msg {
         w,
         sges,
@@ -396,6 +409,7 @@ struct Turn {
     resets: u32,
     rc: bool,
     budget: u32,
+    cap: kernel::rdma::QpCap,
 }
 
 /// What a turn of the executor sends of a WQE.
@@ -564,6 +578,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
             resets: st.resets,
             rc: !uc,
             budget: plan.pkts,
+            cap: st.attr.cap,
         };
         // The PSNs are the turn's before a packet goes: the peer's answer may come (in softirq
         // on this CPU) before the transmission returns.
@@ -634,9 +649,7 @@ fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
 /// error (the sender's memory went away).
 fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32> {
     let dev = qp.device();
-    let data = qp.data();
-    let cap = data.state.lock().attr.cap;
-    let m = message(qp, &cap, uc, wqe)?;
+    let m = parse_message(qp, &t.cap, uc, wqe)?;
     let transport = if uc { opcode::UC } else { opcode::RC };
     let Some(netdev) = dev.data().netdev() else {
         // No netdev (it is going away): as if the packets were lost.
@@ -1031,7 +1044,7 @@ fn place_local(qp: &Qp<Ferroce>, st: &QpShared, i: usize, at: u32, bytes: &[u8])
     let mut wqe = [0u8; SEND_WQE_MAX];
     let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
     st.sq.peek(i as u32, &mut wqe[..len]).map_err(|_| Fault::Dest)?;
-    let m = message(qp, &st.attr.cap, false, &wqe[..len]).map_err(|_| Fault::Dest)?;
+    let m = parse_message(qp, &st.attr.cap, false, &wqe[..len]).map_err(|_| Fault::Dest)?;
     let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, m.sges);
     walk.skip(at as usize)?;
     placement::place(&mut walk, &mut Source::Bytes(bytes), bytes.len(), false)
@@ -1689,7 +1702,12 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     let mut guard = data.state.lock();
     let st = &mut *guard;
     // Only from the connected peer.
-    let from_peer = st.attr.av.is_some_and(|av| av.dgid == p.route.sgid);
+    // Only from the connected peer, to the GID the QP sends from (which also makes it one of
+    // the port's).
+    let from_peer = st
+        .attr
+        .av
+        .is_some_and(|av| av.dgid == p.route.sgid && av.sgid == p.route.dgid);
     if !from_peer || st.peer_local {
         counters.add(Stat::Dropped, 1);
         return;

@@ -162,11 +162,6 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
         counters.add(Stat::BadPkts, 1);
         return;
     }
-    // Only packets to one of the port's GIDs (the IP layer delivers to any local address).
-    if !dev.gid_is_local(1, &p.route.dgid) {
-        counters.add(Stat::Dropped, 1);
-        return;
-    }
     let Some(qp) = dev.qp(p.hdr.bth.dest_qp) else {
         // No such QP (any more): a late packet of a destroyed connection.
         counters.add(Stat::Dropped, 1);
@@ -174,6 +169,12 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
     };
     counters.add(Stat::RcvdPkts, 1);
     if p.hdr.bth.opcode & 0xe0 == opcode::UD {
+        // Only datagrams to one of the port's GIDs (the IP layer delivers to any local
+        // address); a connected QP checks against the GID it sends from.
+        if !dev.gid_is_local(1, &p.route.dgid) {
+            counters.add(Stat::Dropped, 1);
+            return;
+        }
         receive_datagram(&qp, &p);
     } else {
         crate::rc::receive(&qp, &p);
