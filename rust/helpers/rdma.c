@@ -8,6 +8,7 @@
 #include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
@@ -79,6 +80,42 @@ void rust_helper_rdma_cond_resched(void)
 bool rust_helper_rdma_fatal_signal_pending(void)
 {
 	return fatal_signal_pending(current);
+}
+
+/* kernel::rdma::context: kernel users may post work with interrupts off. */
+bool rust_helper_rdma_irqs_disabled(void)
+{
+	return irqs_disabled();
+}
+
+bool rust_helper_rdma_in_interrupt(void)
+{
+	return in_interrupt();
+}
+
+/*
+ * kernel::rdma::memory: kernel users of a virtual-DMA device name memory by
+ * kernel virtual address; only RAM in the direct map is accessed
+ * (virt_addr_valid alone also takes the kernel image's own mapping).
+ */
+bool rust_helper_rdma_kernel_addr_ok(unsigned long addr)
+{
+	return addr >= PAGE_OFFSET && addr < (unsigned long)high_memory &&
+	       virt_addr_valid(addr);
+}
+
+/*
+ * kernel::rdma::work: a QP's work item, run by the unbound system workqueue
+ * (process context, on any CPU).
+ */
+void rust_helper_rdma_qp_work_setup(struct work_struct *w, void (*fn)(struct work_struct *))
+{
+	INIT_WORK(w, fn);
+}
+
+void rust_helper_rdma_qp_work_queue(struct work_struct *w)
+{
+	queue_work(system_unbound_wq, w);
 }
 #endif /* CONFIG_INFINIBAND */
 

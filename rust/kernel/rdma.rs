@@ -19,6 +19,7 @@ pub mod cq;
 pub mod device;
 pub mod driver;
 pub mod link;
+pub mod memory;
 pub mod mmap;
 pub mod mr;
 pub mod object;
@@ -42,6 +43,7 @@ pub use attr::{
 pub use cq::{Cq, CqInitAttr};
 pub use device::{Device, DeviceParams, DeviceRef};
 pub use driver::Driver;
+pub use memory::{KernelMemory, Piece};
 pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
 pub use pd::Pd;

@@ -122,6 +122,20 @@ static int expect_flushed(struct env *e, struct ib_qp *qp, u64 wr_id,
 	return 0;
 }
 
+/* Polls cq for one completion, for up to two seconds. */
+static int wait_wc(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 2000; i++) {
+		n = ib_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep_range(500, 1000);
+	}
+	return 0;
+}
+
 static noinline int check_pd(struct env *e)
 {
 	CHECK(e->pd->local_dma_lkey != 0 && e->pd->__internal_mr,
@@ -252,7 +266,8 @@ static noinline int check_ud(struct env *e)
 {
 	struct ib_sge sge = { (uintptr_t)e->buf, 64, e->pd->local_dma_lkey };
 	struct ib_ud_wr ud = { .wr = { .wr_id = 40, .sg_list = &sge,
-				       .num_sge = 1, .opcode = IB_WR_SEND },
+				       .num_sge = 1, .opcode = IB_WR_SEND,
+				       .send_flags = IB_SEND_SIGNALED },
 			       .remote_qpn = 1, .remote_qkey = 0x11111111 };
 	struct rdma_ah_attr attr = {};
 	struct ib_qp_init_attr init_attr;
@@ -283,13 +298,20 @@ static noinline int check_ud(struct env *e)
 	ud.ah = ah;
 	CHECK(ib_post_send(qp, &ud.wr, NULL) == 0, "a UD send in RTS");
 	/*
-	 * Executed in the post: kernel users' datagrams are not placed yet
-	 * (Documentation/datapath.rst), so it fails as a local QP operation
-	 * error, and the UD QP's send queue stops (SQE, IBTA 10.8.3).
+	 * To QP1 of this device with a Q_Key that is not QP1's: dropped there,
+	 * but sent (UD has no acknowledgement), so it completes successfully.
 	 */
-	CHECK(ib_poll_cq(e->cq, 1, &wc) == 1 && wc.wr_id == 40 &&
-		      wc.status == IB_WC_LOC_QP_OP_ERR && wc.qp == qp,
+	CHECK(wait_wc(e->cq, &wc) == 1 && wc.wr_id == 40 &&
+		      wc.status == IB_WC_SUCCESS && wc.qp == qp,
 	      "the UD send's completion: wr_id %llu status %d",
+	      (unsigned long long)wc.wr_id, wc.status);
+	ud.wr.wr_id = 41;
+	ud.wr.num_sge = 1;
+	sge.length = 8192;	/* more than a datagram */
+	CHECK(ib_post_send(qp, &ud.wr, NULL) == 0, "an oversized UD send");
+	CHECK(wait_wc(e->cq, &wc) == 1 && wc.wr_id == 41 &&
+		      wc.status == IB_WC_LOC_LEN_ERR && wc.qp == qp,
+	      "the oversized UD send's completion: wr_id %llu status %d",
 	      (unsigned long long)wc.wr_id, wc.status);
 	CHECK(ib_query_qp(qp, &a, IB_QP_STATE, &init_attr) == 0 &&
 		      a.qp_state == IB_QPS_SQE,
@@ -298,7 +320,7 @@ static noinline int check_ud(struct env *e)
 	a.cur_qp_state = IB_QPS_SQE;
 	CHECK(ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_CUR_STATE) == 0,
 	      "UD QP from SQE back to RTS, as ib_mad recovers QP1");
-	OK("UD QP: kernel AH, a send in RTS executes in the post (not placed yet: LOC_QP_OP_ERR, SQE), SQE -> RTS recovers");
+	OK("UD QP: kernel AH, a send completes; an oversized one fails (LOC_LEN_ERR, SQE), SQE -> RTS recovers");
 	ib_destroy_qp(qp);
 	rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
 	return 0;
@@ -626,6 +648,335 @@ out:
 	return ret;
 }
 
+/*
+ * Kernel users' data path: two connected RC QPs of this device (one
+ * through its GID, so the transfer takes the device's own path), their
+ * memory named by the DMA MR (lkeys and, with IB_PD_UNSAFE_GLOBAL_RKEY, an
+ * rkey for all of kernel memory) and by a fast-registration MR.
+ */
+struct pair {
+	struct ib_pd *pd;
+	struct ib_cq *cq[2];
+	struct ib_qp *qp[2];
+	u8 *buf;		/* e->buf: 8 pages */
+};
+
+static int pair_connect(struct ib_qp *qp, u32 dest)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+				   IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC,
+	};
+	union ib_gid gid;
+	int ret;
+
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+				   IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	ret = rdma_query_gid(qp->device, 1, 1, &gid);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &gid, 0, 1, 64, 0);
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+				   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+				   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 100;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT |
+				    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* One completion on side i: wr_id, status and opcode as expected. */
+static int pair_wc(struct pair *p, int i, u64 wr_id, enum ib_wc_status status,
+		   enum ib_wc_opcode opcode, struct ib_wc *wc)
+{
+	CHECK(wait_wc(p->cq[i], wc) == 1, "no completion on QP %d for wr_id %llu",
+	      i, wr_id);
+	CHECK(wc->wr_id == wr_id && wc->status == status && wc->qp == p->qp[i] &&
+		      (status != IB_WC_SUCCESS || wc->opcode == opcode),
+	      "QP %d: completion wr_id %llu status %d opcode %d; expected wr_id %llu status %d opcode %d",
+	      i, wc->wr_id, wc->status, wc->opcode, wr_id, status, opcode);
+	return 0;
+}
+
+static int pair_recv(struct pair *p, int i, u64 wr_id, void *at, u32 len)
+{
+	struct ib_sge sge = { (uintptr_t)at, len, p->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(p->qp[i], &wr, NULL);
+}
+
+static int pair_rdma(struct pair *p, u64 wr_id, enum ib_wr_opcode op,
+		     void *local, u32 len, u64 remote, u32 rkey)
+{
+	struct ib_sge sge = { (uintptr_t)local, len, p->pd->local_dma_lkey };
+	struct ib_rdma_wr wr = {
+		.wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+			.opcode = op, .send_flags = IB_SEND_SIGNALED },
+		.remote_addr = remote,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(p->qp[0], &wr.wr, NULL);
+}
+
+static int pair_reg(struct pair *p, int i, u64 wr_id, struct ib_mr *mr, u32 key)
+{
+	struct ib_reg_wr reg = {
+		.wr = { .wr_id = wr_id, .opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED },
+		.mr = mr,
+		.key = key,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			  IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC,
+	};
+
+	ib_update_fast_reg_key(mr, key & 0xff);
+	return ib_post_send(p->qp[i], &reg.wr, NULL);
+}
+
+static int pair_fill(u8 *at, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		at[i] = (u8)(seed + i * 7);
+	return 0;
+}
+
+static noinline int pair_transfers(struct env *e, struct pair *p)
+{
+	u8 *src = p->buf, *dst = p->buf + 2 * PAGE_SIZE;
+	struct ib_sge sge = { (uintptr_t)src, 3000, p->pd->local_dma_lkey };
+	struct ib_send_wr send = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IB_WR_SEND_WITH_IMM,
+				   .send_flags = IB_SEND_SIGNALED,
+				   .ex.imm_data = cpu_to_be32(0xabcd) };
+	unsigned long flags;
+	struct ib_wc wc;
+	int ret;
+
+	/* SEND with immediate, 3000 bytes (3 packets of 1024). */
+	pair_fill(src, 3000, 1);
+	memset(dst, 0, 3000);
+	CHECK(pair_recv(p, 1, 101, dst, 4096) == 0, "post_recv");
+	CHECK(ib_post_send(p->qp[0], &send, NULL) == 0, "post SEND");
+	if (pair_wc(p, 0, 1, IB_WC_SUCCESS, IB_WC_SEND, &wc) ||
+	    pair_wc(p, 1, 101, IB_WC_SUCCESS, IB_WC_RECV, &wc))
+		return -EIO;
+	CHECK(wc.byte_len == 3000 && (wc.wc_flags & IB_WC_WITH_IMM) &&
+		      wc.ex.imm_data == cpu_to_be32(0xabcd),
+	      "received %u bytes, flags %#x, imm %#x", wc.byte_len,
+	      wc.wc_flags, be32_to_cpu(wc.ex.imm_data));
+	CHECK(!memcmp(src, dst, 3000), "SEND: the data differs");
+	OK("kernel RC SEND_WITH_IMM through the DMA MR: 3000 bytes, immediate, data verified");
+
+	/* RDMA WRITE and READ through the PD's global rkey (kernel addresses). */
+	pair_fill(src, 5000, 2);
+	memset(dst, 0, 5000);
+	CHECK(pair_rdma(p, 2, IB_WR_RDMA_WRITE, src, 5000, (uintptr_t)dst,
+			p->pd->unsafe_global_rkey) == 0, "post WRITE");
+	if (pair_wc(p, 0, 2, IB_WC_SUCCESS, IB_WC_RDMA_WRITE, &wc))
+		return -EIO;
+	CHECK(!memcmp(src, dst, 5000), "WRITE: the data differs");
+	pair_fill(dst, 5000, 3);
+	memset(src, 0, 5000);
+	CHECK(pair_rdma(p, 3, IB_WR_RDMA_READ, src, 5000, (uintptr_t)dst,
+			p->pd->unsafe_global_rkey) == 0, "post READ");
+	if (pair_wc(p, 0, 3, IB_WC_SUCCESS, IB_WC_RDMA_READ, &wc))
+		return -EIO;
+	CHECK(wc.byte_len == 5000 && !memcmp(src, dst, 5000),
+	      "READ: %u bytes, data %s", wc.byte_len,
+	      memcmp(src, dst, 5000) ? "differs" : "same");
+	OK("kernel RC RDMA WRITE and READ of 5000 bytes across pages, global rkey: data verified");
+
+	/*
+	 * Posted with interrupts off (as ib_mad posts): nothing may be sent
+	 * there, so the QP's work item executes it.
+	 */
+	pair_fill(src, 100, 4);
+	memset(dst, 0, 100);
+	send.wr_id = 7;
+	send.opcode = IB_WR_SEND;
+	sge.length = 100;
+	local_irq_save(flags);
+	ret = pair_recv(p, 1, 107, dst, 4096) ?: ib_post_send(p->qp[0], &send, NULL);
+	local_irq_restore(flags);
+	CHECK(ret == 0, "post with interrupts off: %d", ret);
+	if (pair_wc(p, 0, 7, IB_WC_SUCCESS, IB_WC_SEND, &wc) ||
+	    pair_wc(p, 1, 107, IB_WC_SUCCESS, IB_WC_RECV, &wc))
+		return -EIO;
+	CHECK(wc.byte_len == 100 && !memcmp(src, dst, 100), "SEND posted with interrupts off: data");
+	OK("a SEND posted with interrupts off completes (deferred to the QP's work item)");
+	return 0;
+}
+
+static noinline int pair_fast_reg(struct env *e, struct pair *p)
+{
+	u8 *src = p->buf, *region = p->buf + 4 * PAGE_SIZE;
+	struct scatterlist sg[2];
+	struct ib_sge sge = { (uintptr_t)src, 16, p->pd->local_dma_lkey };
+	struct ib_send_wr inv = { .wr_id = 14, .opcode = IB_WR_LOCAL_INV,
+				  .send_flags = IB_SEND_SIGNALED };
+	struct ib_send_wr sinv = { .wr_id = 16, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IB_WR_SEND_WITH_INV,
+				   .send_flags = IB_SEND_SIGNALED };
+	/* An aligned word of the region, 4 bytes into the MR (iova = region + 100). */
+	u64 *word = (u64 *)(region + 104);
+	struct ib_atomic_wr atomic = {
+		.wr = { .wr_id = 18, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_ATOMIC_FETCH_AND_ADD,
+			.send_flags = IB_SEND_SIGNALED },
+		.remote_addr = (uintptr_t)region + 104,
+		.compare_add = 5,
+	};
+	struct ib_mr *mr;
+	struct ib_wc wc;
+	u32 key;
+	int n, ret = 0;
+
+	mr = ib_alloc_mr(p->pd, IB_MR_TYPE_MEM_REG, 2);
+	CHECK(!IS_ERR(mr), "ib_alloc_mr: %ld", PTR_ERR(mr));
+	sg_init_table(sg, 2);
+	sg_set_buf(&sg[0], region + 100, PAGE_SIZE - 100);
+	sg_set_buf(&sg[1], region + PAGE_SIZE, PAGE_SIZE);
+	EXPECT(ib_dma_map_sg(p->qp[0]->device, sg, 2, DMA_BIDIRECTIONAL) == 2, "map sg");
+	n = ib_map_mr_sg(mr, sg, 2, NULL, PAGE_SIZE);
+	EXPECT(n == 2 && mr->iova == (uintptr_t)region + 100, "ib_map_mr_sg: %d", n);
+
+	key = mr->rkey;
+	EXPECT(pair_reg(p, 1, 11, mr, ib_inc_rkey(key)) == 0, "post REG_MR");
+	EXPECT(pair_wc(p, 1, 11, IB_WC_SUCCESS, IB_WC_REG_MR, &wc) == 0, "REG_MR");
+	key = mr->rkey;
+	pair_fill(src, 6000, 5);
+	memset(region, 0, 2 * PAGE_SIZE);
+	/* 6000 bytes from iova + 10: across the two pages of the list. */
+	EXPECT(pair_rdma(p, 12, IB_WR_RDMA_WRITE, src, 6000, mr->iova + 10, key) == 0,
+	       "post WRITE to the fast-reg MR");
+	EXPECT(pair_wc(p, 0, 12, IB_WC_SUCCESS, IB_WC_RDMA_WRITE, &wc) == 0, "WRITE");
+	EXPECT(!memcmp(src, region + 110, 6000) && region[109] == 0 &&
+		       region[110 + 6000] == 0,
+	       "WRITE through the fast-reg MR: data misplaced");
+	EXPECT(pair_rdma(p, 13, IB_WR_RDMA_READ, src + 6000, 100, mr->iova + 5990, key) == 0,
+	       "post READ from the fast-reg MR");
+	EXPECT(pair_wc(p, 0, 13, IB_WC_SUCCESS, IB_WC_RDMA_READ, &wc) == 0, "READ");
+	EXPECT(!memcmp(src + 6000, region + 6090, 100), "READ through the fast-reg MR: data");
+	OK("IB_WR_REG_MR, then RDMA WRITE and READ through its rkey at an offset, across its pages");
+
+	/*
+	 * Atomics on an aligned word of the region (the global rkey of
+	 * ib_alloc_pd allows no atomics, as in C).
+	 */
+	*word = 40;
+	sge.length = 8;
+	atomic.rkey = key;
+	EXPECT(ib_post_send(p->qp[0], &atomic.wr, NULL) == 0, "post FETCH_ADD");
+	EXPECT(pair_wc(p, 0, 18, IB_WC_SUCCESS, IB_WC_FETCH_ADD, &wc) == 0, "FETCH_ADD");
+	EXPECT(*word == 45 && *(u64 *)src == 40, "FETCH_ADD: word %llu, fetched %llu",
+	       *word, *(u64 *)src);
+	atomic.wr.wr_id = 19;
+	atomic.wr.opcode = IB_WR_ATOMIC_CMP_AND_SWP;
+	atomic.compare_add = 45;
+	atomic.swap = 1000;
+	EXPECT(ib_post_send(p->qp[0], &atomic.wr, NULL) == 0, "post CMP_AND_SWP");
+	EXPECT(pair_wc(p, 0, 19, IB_WC_SUCCESS, IB_WC_COMP_SWAP, &wc) == 0, "CMP_AND_SWP");
+	EXPECT(*word == 1000 && *(u64 *)src == 45, "CMP_AND_SWP: word %llu, fetched %llu",
+	       *word, *(u64 *)src);
+	OK("kernel RC FETCH_ADD and CMP_AND_SWP through the fast-reg MR");
+
+	/* LOCAL_INV frees it: registering it again works (a valid MR cannot be). */
+	inv.ex.invalidate_rkey = key;
+	EXPECT(ib_post_send(p->qp[1], &inv, NULL) == 0, "post LOCAL_INV");
+	EXPECT(pair_wc(p, 1, 14, IB_WC_SUCCESS, IB_WC_LOCAL_INV, &wc) == 0, "LOCAL_INV");
+	EXPECT(pair_reg(p, 1, 15, mr, ib_inc_rkey(key)) == 0, "post REG_MR again");
+	EXPECT(pair_wc(p, 1, 15, IB_WC_SUCCESS, IB_WC_REG_MR, &wc) == 0, "REG_MR again");
+	key = mr->rkey;
+	OK("IB_WR_LOCAL_INV; the MR registers again with a new key");
+
+	/* SEND_WITH_INV invalidates it at the receiver. */
+	EXPECT(pair_recv(p, 1, 116, region + 3 * PAGE_SIZE, 64) == 0, "post_recv");
+	sinv.ex.invalidate_rkey = key;
+	EXPECT(ib_post_send(p->qp[0], &sinv, NULL) == 0, "post SEND_WITH_INV");
+	EXPECT(pair_wc(p, 0, 16, IB_WC_SUCCESS, IB_WC_SEND, &wc) == 0, "SEND_WITH_INV");
+	EXPECT(pair_wc(p, 1, 116, IB_WC_SUCCESS, IB_WC_RECV, &wc) == 0, "its receive");
+	EXPECT((wc.wc_flags & IB_WC_WITH_INVALIDATE) && wc.ex.invalidate_rkey == key,
+	       "receive flags %#x, invalidated rkey %#x (expected %#x)", wc.wc_flags,
+	       wc.ex.invalidate_rkey, key);
+	OK("IB_WR_SEND_WITH_INV: the receiver's completion names the rkey it invalidated");
+
+	/* Invalidated: a WRITE through the old rkey fails and changes nothing. */
+	memset(region, 0, PAGE_SIZE);
+	EXPECT(pair_rdma(p, 17, IB_WR_RDMA_WRITE, src, 64, mr->iova, key) == 0,
+	       "post WRITE to the invalidated MR");
+	EXPECT(pair_wc(p, 0, 17, IB_WC_REM_ACCESS_ERR, IB_WC_RDMA_WRITE, &wc) == 0,
+	       "WRITE to an invalidated MR");
+	EXPECT(!memchr_inv(region, 0, PAGE_SIZE), "the invalidated MR was written");
+	OK("a WRITE through the invalidated rkey fails (REM_ACCESS_ERR), memory untouched");
+out:
+	ib_dma_unmap_sg(p->qp[0]->device, sg, 2, DMA_BIDIRECTIONAL);
+	ib_dereg_mr(mr);
+	return ret;
+}
+
+static noinline int check_rc_data(struct env *e)
+{
+	struct pair p = { .buf = e->buf };
+	int i, ret = 0;
+
+	p.pd = ib_alloc_pd(e->ibdev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	CHECK(!IS_ERR(p.pd), "ib_alloc_pd(UNSAFE_GLOBAL_RKEY): %ld", PTR_ERR(p.pd));
+	for (i = 0; i < 2; i++) {
+		struct ib_cq_init_attr ca = { .cqe = 16 };
+		struct ib_qp_init_attr init = {
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+				 .max_send_sge = 2, .max_recv_sge = 2 },
+			.sq_sig_type = IB_SIGNAL_REQ_WR,
+			.qp_type = IB_QPT_RC,
+		};
+
+		p.cq[i] = ib_create_cq(e->ibdev, NULL, NULL, NULL, &ca);
+		EXPECT(!IS_ERR(p.cq[i]), "create CQ: %ld", PTR_ERR(p.cq[i]));
+		init.send_cq = init.recv_cq = p.cq[i];
+		p.qp[i] = ib_create_qp(p.pd, &init);
+		EXPECT(!IS_ERR(p.qp[i]), "create QP: %ld", PTR_ERR(p.qp[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		ret = pair_connect(p.qp[i], p.qp[1 - i]->qp_num);
+		EXPECT(ret == 0, "connect QP %d: %d", i, ret);
+	}
+	ret = pair_transfers(e, &p) ?: pair_fast_reg(e, &p);
+out:
+	for (i = 0; i < 2; i++) {
+		if (!IS_ERR_OR_NULL(p.qp[i]))
+			ib_destroy_qp(p.qp[i]);
+		if (!IS_ERR_OR_NULL(p.cq[i]))
+			ib_destroy_cq(p.cq[i]);
+	}
+	ib_dealloc_pd(p.pd);
+	return ret;
+}
+
 static int run(struct env *e)
 {
 	struct ib_cq_init_attr ca = { .cqe = 32 };
@@ -644,6 +995,8 @@ static int run(struct env *e)
 	r = check_modify_masked(e);
 	ret = ret ?: r;
 	r = check_null_cq(e);
+	ret = ret ?: r;
+	r = check_rc_data(e);
 	ret = ret ?: r;
 
 	ib_destroy_cq(e->cq);

@@ -22,3 +22,17 @@ pub fn fatal_signal_pending() -> bool {
     // SAFETY: Reads the current task's signal state; valid in any context.
     unsafe { bindings::rdma_fatal_signal_pending() }
 }
+
+/// Whether interrupts are disabled on this CPU (`irqs_disabled()`): kernel users may post work
+/// under an irq-disabling lock (ib_mad does), where nothing may be transmitted.
+pub fn irqs_disabled() -> bool {
+    // SAFETY: Reads this CPU's interrupt flag; valid in any context.
+    unsafe { bindings::rdma_irqs_disabled() }
+}
+
+/// Whether this CPU runs an interrupt or a softirq, or has them disabled (`in_interrupt()`):
+/// long work asked for there is better left to a worker.
+pub fn in_interrupt() -> bool {
+    // SAFETY: Reads this CPU's preemption count; valid in any context.
+    unsafe { bindings::rdma_in_interrupt() }
+}

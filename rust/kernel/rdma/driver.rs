@@ -141,11 +141,14 @@ pub trait Driver: Sized + 'static {
     }
 
     /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`). The QP's timer
-    /// may still fire while this runs; it is shut down right after.
+    /// and work item may still run while this runs; they are shut down right after.
     fn destroy_qp(_qp: &Qp<Self>) {}
 
     /// The QP's timer ([`Qp::arm_timer`]) expired. Softirq context.
     fn qp_timer(_qp: &Qp<Self>) {}
+
+    /// The QP's work item ([`Qp::queue_work`]) runs. Process context; may sleep.
+    fn qp_work(_qp: &Qp<Self>) {}
 
     /// A packet arrived for `dev` on a [`Tunnel`](super::wire::Tunnel) the driver opened.
     /// Softirq context; the packet is freed when this returns.

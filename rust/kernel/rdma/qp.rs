@@ -434,12 +434,13 @@ impl<T: Driver> Adapter<T> {
             // so does the failure path below.
             let q = unsafe { Qp::<T>::from_raw(qp) };
             // SAFETY: Initialised, in place for good, not published yet; once.
-            unsafe { QpCore::init_timer(q) };
+            unsafe { QpCore::init_deferred(q) };
             // SAFETY: See above.
             if let Err(e) = unsafe { q.device().registries().qps.publish(q) } {
                 // SAFETY: Initialised above, unpublished, destroyed once (ib_core frees the
-                // memory when the op fails); the timer was set up above and never armed.
-                unsafe { Qp::<T>::destroy(qp, |q| q.core().shutdown_timer()) };
+                // memory when the op fails); the timer and work item were set up above, never
+                // used.
+                unsafe { Qp::<T>::destroy(qp, |q| q.core().shutdown_deferred()) };
                 return Err(e);
             }
             Ok(0)
@@ -518,11 +519,12 @@ impl<T: Driver> Adapter<T> {
         // Nobody finds it any more, and nobody holds it.
         q.device().registries().qps.retire(q);
         // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded. The driver's
-        // hook may still arm the timer; it is shut down after the hook, before the data goes.
+        // hook may still arm the timer or queue the work item; both are shut down after the
+        // hook, before the data goes.
         unsafe {
             Qp::<T>::destroy(qp, |q| {
                 T::destroy_qp(q);
-                q.core().shutdown_timer();
+                q.core().shutdown_deferred();
             })
         };
         0

@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
-use super::{device::Device, driver::Driver};
+use super::{device::Device, driver::Driver, memory::Piece};
 use crate::{
     alloc::{flags::GFP_KERNEL, KVVec},
     bindings,
@@ -166,6 +166,22 @@ impl Umem {
         // owner's process may access the word too, as its memory; this side only does so
         // atomically.
         Ok(unsafe { AtomicU64::from_ptr(va as *mut u64) })
+    }
+}
+
+impl Umem {
+    /// The piece of the range at `offset`: up to `max` bytes, never past the end of its page or
+    /// of the range; `None` at or past the end.
+    pub fn piece(&self, offset: usize, max: usize) -> Option<Piece<'_>> {
+        if offset >= self.len {
+            return None;
+        }
+        let pos = self.first_offset + offset;
+        let len = (PAGE_SIZE - pos % PAGE_SIZE).min(self.len - offset).min(max);
+        // `pos / PAGE_SIZE` is in bounds: `pos` < first_offset + len, which `pages` covers.
+        let va = self.pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
+        // SAFETY: `len` bytes at `va` are inside one page pinned for as long as `self` lives.
+        Some(unsafe { Piece::new(va as *mut u8, len) })
     }
 }
 

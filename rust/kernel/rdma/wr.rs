@@ -400,6 +400,9 @@ pub struct Wc {
     pub sl: u8,
     /// Port.
     pub port_num: u32,
+    /// With [`wc_flags::WITH_NETWORK_HDR_TYPE`]: what the GRH holds (`enum
+    /// rdma_network_type`: IPv4 or IPv6 header for RoCEv2).
+    pub network_hdr_type: u8,
 }
 
 impl Wc {
@@ -420,7 +423,7 @@ impl Wc {
         w.port_num = self.port_num;
         w.smac = [0; 6];
         w.vlan_id = 0;
-        w.network_hdr_type = 0;
+        w.network_hdr_type = self.network_hdr_type;
     }
 }
 
@@ -440,6 +443,16 @@ pub mod wc_opcode {
     pub const REG_MR: u32 = bindings::ib_wc_opcode_IB_WC_REG_MR;
 }
 
+/// `enum rdma_network_type`: what a RoCE datagram's GRH area holds.
+pub mod network_type {
+    use crate::bindings;
+
+    /// An IPv4 header (in the last 20 bytes of the 40).
+    pub const IPV4: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8;
+    /// An IPv6 header.
+    pub const IPV6: u8 = bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8;
+}
+
 /// `enum ib_wc_flags`.
 pub mod wc_flags {
     use crate::bindings;
@@ -452,4 +465,6 @@ pub mod wc_flags {
     pub const WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
     /// The IP checksum was verified.
     pub const IP_CSUM_OK: u32 = bindings::ib_wc_flags_IB_WC_IP_CSUM_OK;
+    /// `network_hdr_type` is set.
+    pub const WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 }

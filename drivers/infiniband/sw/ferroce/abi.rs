@@ -155,6 +155,9 @@ pub(crate) struct Cqe {
     pub(crate) port_num: u8,
     /// Kernel CQs only: the token of the QP (`reserved1`); always 0 in a user's ring.
     pub(crate) kernel_qp: u64,
+    /// Kernel CQs only: a datagram's GRH is an IPv4 (`Some(true)`) or IPv6 header, for
+    /// `ib_wc.network_hdr_type` (`reserved0`: `enum rdma_network_type`); 0 in a user's ring.
+    pub(crate) network: Option<bool>,
     /// Not part of the entry: whether it satisfies a "solicited only" arming.
     pub(crate) solicited: bool,
 }
@@ -193,6 +196,11 @@ impl Cqe {
         // slid (42..44) stays 0: RoCE has no LIDs.
         b[44] = self.sl;
         b[46] = self.port_num;
+        b[47] = match self.network {
+            None => 0,
+            Some(true) => RDMA_NETWORK_IPV4,
+            Some(false) => RDMA_NETWORK_IPV6,
+        };
         b[48..56].copy_from_slice(&self.kernel_qp.to_ne_bytes());
         b
     }
@@ -220,10 +228,20 @@ impl Cqe {
             sl: b[44],
             port_num: b[46],
             kernel_qp: u64::from_ne_bytes(qp),
+            network: match b[47] {
+                RDMA_NETWORK_IPV4 => Some(true),
+                RDMA_NETWORK_IPV6 => Some(false),
+                _ => None,
+            },
             solicited: false,
         }
     }
 }
+
+/// `enum rdma_network_type` values of a kernel CQE's network field.
+pub(crate) const RDMA_NETWORK_IPV4: u8 = 2;
+/// See [`RDMA_NETWORK_IPV4`].
+pub(crate) const RDMA_NETWORK_IPV6: u8 = 3;
 
 /// A send WQE header (`struct ferroce_send_wqe` without its SGEs or inline data), as kernel
 /// users' work requests are written to their rings.

@@ -247,6 +247,8 @@ const _: () = {
     assert!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM) == wr::wc_flags::WITH_IMM);
     assert!(abi::kernel_wc_flags(abi::wc_flags::WITH_INV) == wr::wc_flags::WITH_INVALIDATE);
     assert!(abi::kernel_wc_flags(abi::wc_flags::IP_CSUM_OK) == wr::wc_flags::IP_CSUM_OK);
+    assert!(abi::RDMA_NETWORK_IPV4 == wr::network_type::IPV4);
+    assert!(abi::RDMA_NETWORK_IPV6 == wr::network_type::IPV6);
 };
 
 /// Takes completions from a kernel user's CQ (`ib_poll_cq`).
@@ -274,10 +276,16 @@ pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
             qp: QpToken::from_bits(c.kernel_qp),
             ex: c.imm_data,
             src_qp: c.src_qp,
-            wc_flags: abi::kernel_wc_flags(c.wc_flags),
+            wc_flags: abi::kernel_wc_flags(c.wc_flags)
+                | if c.network.is_some() { kernel::rdma::wr::wc_flags::WITH_NETWORK_HDR_TYPE } else { 0 },
             pkey_index: c.pkey_index,
             sl: c.sl,
             port_num: c.port_num.into(),
+            network_hdr_type: match c.network {
+                Some(true) => abi::RDMA_NETWORK_IPV4,
+                Some(false) => abi::RDMA_NETWORK_IPV6,
+                None => 0,
+            },
         };
     }
     q.buf

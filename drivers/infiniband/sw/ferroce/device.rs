@@ -271,6 +271,10 @@ impl rdma::Driver for Ferroce {
         crate::rc::timer(q);
     }
 
+    fn qp_work(q: &Qp<Self>) {
+        qp::run_deferred(q)
+    }
+
     fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
         wire::receive(dev, packet.bytes());
     }

@@ -3,16 +3,16 @@
 //! Memory regions: user memory pinned through ib_umem, kernel users' DMA MRs and
 //! fast-registration MRs, each named by an lkey/rkey from the device's key table (`keys.rs`).
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
     alloc::KVVec,
     new_spinlock_irq,
     prelude::*,
-    rdma::{access, rereg, Mr, MrChange, Pd, Udata, Umem},
+    rdma::{access, rereg, Mr, MrChange, Pd, Piece, Qp, Udata, Umem},
     sync::{Mutex, SpinLockIrq},
 };
 
-use crate::{device::Ferroce, keys::KeyTable, limits, numbers::Number};
+use crate::{abi::wc_status, device::Ferroce, keys::KeyTable, limits, numbers::Number};
 
 /// What an MR's addresses refer to.
 pub(crate) enum Memory {
@@ -28,25 +28,43 @@ pub(crate) enum Memory {
     },
     /// All of kernel memory, by kernel virtual address (`get_dma_mr`).
     Dma,
-    /// A fast-registration MR: the pages `map_mr_sg` listed (`MrData::pages`).
+    /// A fast-registration MR: the pages `map_mr_sg` listed, valid from a REG_MR work request
+    /// to a local or remote invalidation (`MrData::fast`).
     Fast,
 }
 
-/// The pages of a fast-registration MR: `len` of `addrs` are in use (the list is allocated
-/// whole, as `map_mr_sg` may not sleep).
-pub(crate) struct PageList {
-    addrs: KVec<u64>,
-    len: usize,
+/// The registration state of a fast-registration MR (IBTA 10.6.3: free until a REG_MR work
+/// request makes it valid; LOCAL_INV or SEND_WITH_INV make it free again).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FastReg {
+    /// Entries of `MrData::mapped` that `map_mr_sg` filled.
+    mapped: usize,
+    /// Registered by a REG_MR (the rest is what it registered).
+    valid: bool,
+    /// The MR's key: the one it was allocated with, then the last one a REG_MR gave it.
+    key: u32,
+    access: u32,
+    iova: u64,
+    length: u64,
+    page_size: u64,
 }
 
 /// Per-MR state.
 #[pin_data]
 pub(crate) struct MrData {
     pub(crate) memory: Memory,
-    /// The page list of a fast-registration MR (empty for the others); a spinlock, as
-    /// `map_mr_sg` may run where sleeping is not allowed.
+    /// The page list `map_mr_sg` builds for a fast-registration MR (empty for the others). A
+    /// kernel user may map the next registration while the MR is still valid (iSER posts the
+    /// LOCAL_INV and the REG_MR together), so the data path never reads it.
+    mapped: KVec<AtomicU64>,
+    /// The page list a REG_MR registered (copied from `mapped`), which the data path reads.
+    /// Atomics: a kernel user that changes an MR in use is wrong, but must not make the
+    /// kernel's own accesses a data race.
+    pages: KVec<AtomicU64>,
+    /// The registration of a fast-registration MR; a spinlock, as `map_mr_sg` and the data
+    /// path may run where sleeping is not allowed.
     #[pin]
-    pages: SpinLockIrq<PageList>,
+    fast: SpinLockIrq<FastReg>,
     pub(crate) iova: u64,
     /// `IB_ACCESS_*`; a re-registration may change it in place.
     pub(crate) access: AtomicU32,
@@ -58,15 +76,21 @@ impl MrData {
     /// An MR over `memory` with the key `key`, as the layer expects it back.
     fn new(
         memory: Memory,
-        pages: PageList,
+        (mapped, pages): (KVec<AtomicU64>, KVec<AtomicU64>),
         iova: u64,
         access: u32,
         key: Number<Mutex<KeyTable<KVVec<u16>>>>,
     ) -> (impl PinInit<Self, Error>, u32, u32) {
         let k = key.get();
+        let fast = FastReg {
+            key: k,
+            ..FastReg::default()
+        };
         let data = try_pin_init!(MrData {
             memory,
-            pages <- new_spinlock_irq!(pages, "ferroce:mr_pages"),
+            mapped,
+            pages,
+            fast <- new_spinlock_irq!(fast, "ferroce:mr_fast"),
             iova,
             access: AtomicU32::new(access),
             key,
@@ -75,31 +99,133 @@ impl MrData {
     }
 }
 
-impl MrData {
-    /// The pinned user memory of a user MR.
-    pub(crate) fn umem(&self) -> Option<&Umem> {
-        match &self.memory {
-            Memory::User { umem, .. } => Some(umem),
-            _ => None,
-        }
-    }
+/// Where a checked range of an MR lives.
+#[derive(Clone, Copy)]
+pub(crate) enum Place {
+    /// At this offset of a user MR's pinned memory.
+    User { offset: usize },
+    /// At this kernel virtual address (DMA MR).
+    Kernel { addr: u64 },
+    /// At this offset from the start of the first page of a fast-registration MR's list.
+    Fast { offset: usize, page_size: usize },
+}
 
-    /// Where `len` bytes at `addr` of this MR live: its pinned user memory and the offset in
-    /// it, if the MR is user memory, covers the range and allows `need` (`IB_ACCESS_*`).
-    /// Kernel users' MRs are not placed into yet.
-    pub(crate) fn user_range(&self, addr: u64, len: u64, need: u32) -> Option<(&Umem, usize)> {
-        let Memory::User { umem, .. } = &self.memory else {
-            return None;
-        };
-        if self.access.load(Ordering::Relaxed) & need != need {
-            return None;
+/// Finds where `len` bytes at `addr` of `mr` are, if `key` is the MR's current key, the range is
+/// inside what it covers and it allows `need` (`IB_ACCESS_*`).
+pub(crate) fn locate(mr: &Mr<Ferroce>, key: u32, addr: u64, len: u64, need: u32) -> Option<Place> {
+    let data = mr.data();
+    match &data.memory {
+        Memory::User { umem, .. } => {
+            if data.key.get() != key || data.access.load(Ordering::Relaxed) & need != need {
+                return None;
+            }
+            let offset = addr.checked_sub(data.iova)?;
+            if offset.checked_add(len)? > umem.len() as u64 {
+                return None;
+            }
+            Some(Place::User {
+                offset: usize::try_from(offset).ok()?,
+            })
         }
-        let offset = addr.checked_sub(self.iova)?;
-        if offset.checked_add(len)? > umem.len() as u64 {
-            return None;
+        Memory::Dma => {
+            if data.key.get() != key || data.access.load(Ordering::Relaxed) & need != need {
+                return None;
+            }
+            addr.checked_add(len)?;
+            Some(Place::Kernel { addr })
         }
-        Some((umem, usize::try_from(offset).ok()?))
+        Memory::Fast => {
+            let f = *data.fast.lock();
+            if !f.valid || f.key != key || f.access & need != need {
+                return None;
+            }
+            let offset = addr.checked_sub(f.iova)?;
+            if offset.checked_add(len)? > f.length {
+                return None;
+            }
+            let page_size = usize::try_from(f.page_size).ok()?;
+            let first = usize::try_from(f.iova.checked_rem(f.page_size)?).ok()?;
+            Some(Place::Fast {
+                offset: usize::try_from(offset).ok()?.checked_add(first)?,
+                page_size,
+            })
+        }
     }
+}
+
+/// The piece of `mr`'s memory `at` bytes into the range `place`: up to `max` bytes, never past a
+/// page. `None` if the memory is not there (a kernel user's address outside the direct map,
+/// a page list shorter than registered).
+pub(crate) fn piece<'a>(mr: &'a Mr<Ferroce>, place: &Place, at: usize, max: usize) -> Option<Piece<'a>> {
+    match (place, &mr.data().memory) {
+        (Place::User { offset }, Memory::User { umem, .. }) => umem.piece(offset.checked_add(at)?, max),
+        (Place::Kernel { addr }, Memory::Dma) => {
+            mr.kernel_memory()?.piece(addr.checked_add(at as u64)?, max)
+        }
+        (Place::Fast { offset, page_size }, Memory::Fast) => {
+            let pos = offset.checked_add(at)?;
+            let (page, within) = (pos.checked_div(*page_size)?, pos.checked_rem(*page_size)?);
+            let base = mr.data().pages.get(page)?.load(Ordering::Relaxed);
+            let max = max.min(page_size - within);
+            mr.kernel_memory()?.piece(base.checked_add(within as u64)?, max)
+        }
+        _ => None,
+    }
+}
+
+/// Executes a REG_MR work request of `qp`: the fast-registration MR whose key was `mr_key` when
+/// posted becomes valid under `key` with `access`, over what `map_mr_sg` mapped last. `Err` is
+/// the completion status (rxe's: the MR must be free, of the QP's PD, and keep its index).
+pub(crate) fn register(qp: &Qp<Ferroce>, mr_key: u32, key: u32, access: u32) -> Result<(), u32> {
+    let mr = qp.device().mr(mr_key).ok_or(wc_status::LOC_QP_OP_ERR)?;
+    let data = mr.data();
+    if !matches!(data.memory, Memory::Fast)
+        || mr.pd_id() != qp.pd_id()
+        || key >> 8 != mr_key >> 8
+        || access & !SUPPORTED != 0
+    {
+        return Err(wc_status::LOC_QP_OP_ERR);
+    }
+    let (iova, length, page_size) = (mr.iova(), mr.length(), u64::from(mr.page_size()));
+    let mut f = data.fast.lock();
+    let fits = page_size.is_power_of_two()
+        && (iova % page_size)
+            .checked_add(length)
+            .is_some_and(|end| end.div_ceil(page_size) <= f.mapped as u64);
+    if f.valid || !fits || iova.checked_add(length).is_none() {
+        return Err(wc_status::LOC_QP_OP_ERR);
+    }
+    for (to, from) in data.pages.iter().zip(data.mapped.iter()).take(f.mapped) {
+        to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    *f = FastReg {
+        valid: true,
+        key,
+        access,
+        iova,
+        length,
+        page_size,
+        ..*f
+    };
+    Ok(())
+}
+
+/// Invalidates the fast-registration MR named by `key` for `qp` (LOCAL_INV, or a received
+/// SEND_WITH_INV); `false` if no fast-registration MR of the QP's PD has that key. As in rxe,
+/// invalidating a free MR under its current key succeeds.
+pub(crate) fn invalidate(qp: &Qp<Ferroce>, key: u32) -> bool {
+    let Some(mr) = qp.device().mr(key) else {
+        return false;
+    };
+    if !matches!(mr.data().memory, Memory::Fast) || mr.pd_id() != qp.pd_id() {
+        return false;
+    }
+    let mut f = mr.data().fast.lock();
+    if f.key != key {
+        return false;
+    }
+    f.valid = false;
+    true
 }
 
 /// The access flags for which ib_umem pins pages for writing (`ib_access_writable`).
@@ -116,16 +242,6 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
 /// A new key for an MR of `pd`'s device.
 fn new_key(pd: &Pd<Ferroce>) -> Result<Number<Mutex<KeyTable<KVVec<u16>>>>> {
     Number::take(&pd.device().data().mr_keys)
-}
-
-impl PageList {
-    /// The list of an MR that has none.
-    fn none() -> Self {
-        PageList {
-            addrs: KVec::new(),
-            len: 0,
-        }
-    }
 }
 
 pub(crate) fn reg_user(
@@ -153,7 +269,7 @@ pub(crate) fn reg_user(
     };
     Ok(MrData::new(
         memory,
-        PageList::none(),
+        (KVec::new(), KVec::new()),
         iova,
         access,
         new_key(pd)?,
@@ -216,7 +332,7 @@ pub(crate) fn get_dma(
     }
     Ok(MrData::new(
         Memory::Dma,
-        PageList::none(),
+        (KVec::new(), KVec::new()),
         0,
         access,
         new_key(pd)?,
@@ -232,18 +348,22 @@ pub(crate) fn alloc_fast(
     if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
         return Err(EINVAL);
     }
-    let list = PageList {
-        addrs: KVec::from_elem(0u64, max_pages as usize, GFP_KERNEL)?,
-        len: 0,
+    let list = || -> Result<KVec<AtomicU64>> {
+        let mut pages = KVec::with_capacity(max_pages as usize, GFP_KERNEL)?;
+        for _ in 0..max_pages {
+            pages.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        Ok(pages)
     };
-    Ok(MrData::new(Memory::Fast, list, 0, 0, new_key(pd)?))
+    Ok(MrData::new(Memory::Fast, (list()?, list()?), 0, 0, new_key(pd)?))
 }
 
-/// `map_mr_sg` starts: the MR's page list is rebuilt.
+/// `map_mr_sg` starts: the MR's page list is rebuilt (for the next REG_MR; a registration in
+/// force keeps its own list).
 pub(crate) fn map_begin(mr: &Mr<Ferroce>) -> Result {
     match mr.data().memory {
         Memory::Fast => {
-            mr.data().pages.lock().len = 0;
+            mr.data().fast.lock().mapped = 0;
             Ok(())
         }
         _ => Err(EINVAL),
@@ -254,10 +374,10 @@ pub(crate) fn map_begin(mr: &Mr<Ferroce>) -> Result {
 pub(crate) fn map_page(mr: &Mr<Ferroce>, addr: u64) -> Result {
     match mr.data().memory {
         Memory::Fast => {
-            let mut list = mr.data().pages.lock();
-            let at = list.len;
-            *list.addrs.get_mut(at).ok_or(ENOMEM)? = addr;
-            list.len = at + 1;
+            let mut f = mr.data().fast.lock();
+            let at = f.mapped;
+            mr.data().mapped.get(at).ok_or(ENOMEM)?.store(addr, Ordering::Relaxed);
+            f.mapped = at + 1;
             Ok(())
         }
         _ => Err(EINVAL),

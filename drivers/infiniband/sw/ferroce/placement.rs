@@ -12,10 +12,10 @@
 //! timeouts and retries are moot (nothing is lost), so a message to a QP that would drop it
 //! fails with `RETRY_EXC_ERR` at once rather than after `retry_cnt` timeouts.
 
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     prelude::*,
-    rdma::{access, object::MrKind, Device, Held, Qp, QpCap, QpToken, QpType},
+    rdma::{access, object::MrKind, Device, Held, Network, Piece, Qp, QpCap, QpToken, QpType},
 };
 
 use crate::{
@@ -25,7 +25,7 @@ use crate::{
     },
     ah,
     device::{active_mtu, Ferroce},
-    grh, limits,
+    grh, limits, mr,
     qp::{self, Refusal, RECV_WQE_MAX},
     stats::{Counters, Stat},
 };
@@ -72,8 +72,24 @@ pub(crate) enum Fault {
 /// A range of a memory region, found and checked; the MR is held while the range is in use.
 pub(crate) struct Range<'a> {
     pub(crate) mr: Held<'a, Ferroce, MrKind>,
-    pub(crate) offset: usize,
+    pub(crate) place: mr::Place,
     pub(crate) len: usize,
+}
+
+impl Range<'_> {
+    /// The piece of the range `at` bytes in: up to `max` bytes, never past a page.
+    pub(crate) fn piece(&self, at: usize, max: usize) -> Option<Piece<'_>> {
+        if at >= self.len {
+            return None;
+        }
+        mr::piece(&self.mr, &self.place, at, max.min(self.len - at))
+    }
+
+    /// The naturally aligned 8-byte word at the start of the range, for an atomic; `None` if
+    /// it is not aligned in memory (it may be in the MR's address space).
+    pub(crate) fn atomic_word(&self) -> Option<&AtomicU64> {
+        self.piece(0, 8).filter(|p| p.len() == 8)?.atomic_u64(0).ok()
+    }
 }
 
 /// Finds `len` bytes at `addr` under `key`, for a QP of the PD `pd`, allowing `need`.
@@ -86,12 +102,11 @@ pub(crate) fn find(
     need: u32,
 ) -> Option<Range<'_>> {
     let mr = dev.mr(key)?;
-    let data = mr.data();
-    if mr.pd_id() != pd || data.key.get() != key {
+    if mr.pd_id() != pd {
         return None;
     }
-    let (_, offset) = data.user_range(addr, len as u64, need)?;
-    Some(Range { mr, offset, len })
+    let place = mr::locate(&mr, key, addr, len as u64, need)?;
+    Some(Range { mr, place, len })
 }
 
 /// A walk along a list of `struct ferroce_sge` (or one remote range written as one), finding
@@ -173,9 +188,12 @@ impl<'a, 's> Walk<'a, 's> {
                 return Err(Fault::Length);
             }
             let r = self.cur.as_ref().ok_or(Fault::Source)?;
-            let n = (r.len - self.used).min(out.len() - done);
-            let umem = r.mr.data().umem().ok_or(Fault::Source)?;
-            umem.read(r.offset + self.used, &mut out[done..done + n])
+            let piece = r
+                .piece(self.used, out.len() - done)
+                .ok_or(Fault::Source)?;
+            let n = piece.len();
+            piece
+                .read(0, &mut out[done..done + n])
                 .map_err(|_| Fault::Source)?;
             self.used += n;
             done += n;
@@ -219,13 +237,12 @@ pub(crate) fn place(
             return Err(Fault::Length);
         }
         let d = dst.cur.as_ref().ok_or(Fault::Dest)?;
-        let (d_off, d_room) = (d.offset + dst.used, d.len - dst.used);
-        let d_umem = d.mr.data().umem().ok_or(Fault::Dest)?;
+        let to = d.piece(dst.used, len - done).ok_or(Fault::Dest)?;
         let n = match src {
             Source::Bytes(bytes) => {
-                let n = d_room.min(len - done);
+                let n = to.len();
                 let piece = bytes.get(done..done + n).ok_or(Fault::Source)?;
-                d_umem.write(d_off, piece).map_err(|_| Fault::Dest)?;
+                to.write(0, piece).map_err(|_| Fault::Dest)?;
                 n
             }
             Source::Walk(s) => {
@@ -233,12 +250,9 @@ pub(crate) fn place(
                     return Err(Fault::Source);
                 }
                 let r = s.cur.as_ref().ok_or(Fault::Source)?;
-                let (s_off, s_room) = (r.offset + s.used, r.len - s.used);
-                let s_umem = r.mr.data().umem().ok_or(Fault::Source)?;
-                let n = d_room.min(s_room).min(len - done);
-                d_umem
-                    .copy_from(d_off, s_umem, s_off, n)
-                    .map_err(|_| Fault::Dest)?;
+                let from = r.piece(s.used, to.len()).ok_or(Fault::Source)?;
+                let n = from.len();
+                to.copy_from(0, &from, 0, n).map_err(|_| Fault::Dest)?;
                 s.used += n;
                 n
             }
@@ -350,19 +364,23 @@ fn run(
     byte_len: &mut u32,
 ) -> Result<(), Stop> {
     let fail = |s| Err(Stop::Status(s));
-    let is_send = matches!(w.opcode, op::SEND | op::SEND_WITH_IMM);
+    let is_send = matches!(w.opcode, op::SEND | op::SEND_WITH_IMM)
+        || (w.opcode == op::SEND_WITH_INV && req.qp_type == QpType::Rc);
     let is_write = matches!(w.opcode, op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM);
     let is_atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
     let allowed = match req.qp_type {
         QpType::Rc => is_send || is_write || is_atomic || w.opcode == op::RDMA_READ,
         QpType::Uc => is_send || is_write,
-        QpType::Ud | QpType::Gsi => is_send,
+        QpType::Ud | QpType::Gsi => matches!(w.opcode, op::SEND | op::SEND_WITH_IMM),
     };
+    if req.qp_type != QpType::Gsi {
+        if let Some(r) = local_op(qp, w) {
+            return r.map_err(Stop::Status);
+        }
+    }
     let inline = w.send_flags & send_flags::INLINE != 0;
-    // Kernel users' memory (DMA and fast-registration MRs) is not placed yet.
-    if !allowed || (inline && !(is_send || is_write)) || !qp.is_user() {
-        // An opcode this QP does not execute (or ferroce does not yet: SEND_WITH_INV,
-        // LOCAL_INV, BIND_MW, REG_MR, a kernel user's work).
+    if !allowed || (inline && !(is_send || is_write)) {
+        // An opcode this QP does not execute (or ferroce does not yet: BIND_MW).
         return fail(wc_status::LOC_QP_OP_ERR);
     }
     // The message's source: inline bytes or an SGE list, within what the QP was granted.
@@ -411,9 +429,10 @@ fn run(
     };
     *byte_len = len32;
     match w.opcode {
-        op::SEND | op::SEND_WITH_IMM => {
+        op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV => {
             let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
-            deliver(req, &dest, w, 0, imm, len32, |dst| {
+            let inv = (w.opcode == op::SEND_WITH_INV).then_some(w.imm_data);
+            deliver(req, &dest, w, 0, imm, inv, len32, |dst| {
                 place(dst.ok_or(Fault::Length)?, &mut src(), len as usize, req.may_sleep)
             })
         }
@@ -434,7 +453,7 @@ fn run(
                     return nak(req, &dest, wc_status::REM_ACCESS_ERR);
                 }
             }
-            deliver(req, &dest, w, access::REMOTE_WRITE, imm, len32, |_| {
+            deliver(req, &dest, w, access::REMOTE_WRITE, imm, None, len32, |_| {
                 let mut to = Walk::new(dev, dest.pd_id(), access::REMOTE_WRITE, &remote);
                 place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
                     // Out of the remote range, not short of receive buffers.
@@ -448,16 +467,35 @@ fn run(
     }
 }
 
+/// A local operation (REG_MR, LOCAL_INV) of `qp`'s send queue, executed where the queue
+/// reaches it; `None` for the other opcodes. `Err` is the completion status.
+pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), u32>> {
+    match (w.opcode, w.wr) {
+        (op::REG_MR, WqeUnion::Reg { mr_key, key, access }) => {
+            Some(mr::register(qp, mr_key, key, access))
+        }
+        (op::REG_MR, _) => Some(Err(wc_status::LOC_QP_OP_ERR)),
+        (op::LOCAL_INV, _) => Some(if mr::invalidate(qp, w.imm_data) {
+            Ok(())
+        } else {
+            Err(wc_status::LOC_QP_OP_ERR)
+        }),
+        _ => None,
+    }
+}
+
 /// The responder's side of a SEND or an RDMA WRITE: admits the message into `dest` (taking a
 /// receive WQE if it consumes one: a send, or an immediate), places it with `copy` (given the
-/// receive WQE's SGEs for a send), completes the receive WQE, and fails the request and the
-/// responder as IBTA says when it cannot.
+/// receive WQE's SGEs for a send), invalidates the rkey `inv` of a SEND_WITH_INV, completes the
+/// receive WQE, and fails the request and the responder as IBTA says when it cannot.
+#[expect(clippy::too_many_arguments)]
 fn deliver(
     req: &Requester,
     dest: &Qp<Ferroce>,
     w: &SendWqe,
     remote_access: u32,
     imm: Option<u32>,
+    inv: Option<u32>,
     len: u32,
     copy: impl FnOnce(Option<&mut Walk<'_, '_>>) -> Result<(), Fault>,
 ) -> Result<(), Stop> {
@@ -500,12 +538,16 @@ fn deliver(
             (abi::wqe_wr_id(hdr), r)
         }
     };
-    if placed.is_ok() {
+    // A SEND_WITH_INV that names no valid fast-registration MR of the responder's PD: an
+    // invalid request (rxe's status for the receive too).
+    let bad_inv = placed.is_ok() && inv.is_some_and(|key| !mr::invalidate(dest, key));
+    if placed.is_ok() && !bad_inv {
         counters.add(Stat::RcvdMsgs, 1);
         counters.add(Stat::RcvdBytes, len.into());
     }
     // What each side learns (IBTA 9.9, as rxe reports it).
     let (recv_status, result) = match placed {
+        Ok(()) if bad_inv => (wc_status::REM_INV_REQ_ERR, Err(wc_status::REM_INV_REQ_ERR)),
         Ok(()) => (wc_status::SUCCESS, Ok(())),
         // The receive buffers are too short: the responder's length error, an invalid request
         // to the requester.
@@ -543,6 +585,10 @@ fn deliver(
         if let Some(imm) = imm {
             cqe.imm_data = imm;
             cqe.wc_flags |= wc_flags::WITH_IMM;
+        }
+        if let (Some(key), false) = (inv, bad_inv) {
+            cqe.imm_data = key;
+            cqe.wc_flags |= wc_flags::WITH_INV;
         }
         qp::complete_recv(dest, &cqe, resp.resets, fail_dest, req.may_sleep);
     } else if fail_dest {
@@ -630,10 +676,9 @@ fn atomic(
     let Some(range) = find(dev, dest.pd_id(), rkey, remote_addr, 8, access::REMOTE_ATOMIC) else {
         return nak(req, dest, wc_status::REM_ACCESS_ERR);
     };
-    let word = match range.mr.data().umem().map(|u| u.atomic_u64(range.offset)) {
-        Some(Ok(word)) => word,
+    let Some(word) = range.atomic_word() else {
         // The address is aligned in the MR's iova space but not in memory.
-        _ => return nak(req, dest, wc_status::REM_INV_REQ_ERR),
+        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
     };
     let orig = if w.opcode == op::ATOMIC_CMP_AND_SWP {
         word.compare_exchange(compare_add, swap, Ordering::SeqCst, Ordering::SeqCst)
@@ -706,6 +751,7 @@ fn datagram(
         sl: to.av.sl,
         solicited: w.send_flags & send_flags::SOLICITED != 0,
         imm,
+        ipv4: to.av.network == Network::Ipv4,
     };
     // Placed under the receiver's lock (a datagram is at most 4 KiB), so that datagrams from
     // many senders complete in the order of the receive WQEs.
@@ -743,6 +789,8 @@ pub(crate) struct DatagramInfo {
     pub(crate) solicited: bool,
     /// Immediate data, in wire order.
     pub(crate) imm: Option<u32>,
+    /// The GRH is an IPv4 header (RoCEv2 over IPv4), not an IPv6 one.
+    pub(crate) ipv4: bool,
 }
 
 /// Places a datagram, its GRH (`header`) and then `len` bytes from `src`, into the receive WQE
@@ -794,6 +842,10 @@ pub(crate) fn place_datagram(
     if let Some(imm) = info.imm {
         cqe.imm_data = imm;
         cqe.wc_flags |= wc_flags::WITH_IMM;
+    }
+    if !dest.is_user() {
+        // Kernel users (ib_mad, rdma_cm) read the GRH by its network type.
+        cqe.network = Some(info.ipv4);
     }
     (cqe, matches!(placed, Err(Fault::Source)))
 }

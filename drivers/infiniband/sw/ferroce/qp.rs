@@ -551,6 +551,12 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
             if !st.sending {
                 st.sending = true;
                 drop(st);
+                if !qp.is_user() && kernel::rdma::context::in_interrupt() {
+                    // A kernel user posting from softirq (or with it disabled): the work,
+                    // however long, is not done there; the QP's work item takes the token.
+                    qp.queue_work();
+                    return Ok(());
+                }
                 // A user's doorbell is a system call of the QP's owner: its own time, which
                 // it stops spending if it is killed.
                 run_sq(qp, qp.is_user(), Budget::Owner);
@@ -618,6 +624,12 @@ fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
     run_sq(qp, may_sleep, Budget::UntilDone);
 }
 
+/// The QP's work item: executes the send queue that `run_sq` could not execute where it was
+/// asked to (it holds the token).
+pub(crate) fn run_deferred(qp: &Qp<Ferroce>) {
+    run_sq(qp, true, Budget::UntilDone);
+}
+
 /// The largest part of a send WQE the executor reads: the header, then up to 32 SGEs or 512
 /// inline bytes.
 pub(crate) const SEND_WQE_MAX: usize = abi::SEND_WQE_HEADER + WQE_BODY;
@@ -639,6 +651,13 @@ enum Budget {
 /// this clears it. No lock is held while a WQE executes; completions are delivered after
 /// each. Where it `may_sleep`, it yields the CPU between WQEs.
 fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
+    if kernel::rdma::context::irqs_disabled() {
+        // A kernel user posted with interrupts off (ib_mad does, under its queue's lock):
+        // nothing may be transmitted here. The QP's work item executes the queue (the token
+        // passes on to it).
+        qp.queue_work();
+        return;
+    }
     let data = qp.data();
     if matches!(data.init.qp_type, QpType::Rc | QpType::Uc) && !data.state.lock().peer_local {
         // A peer elsewhere: the wire engine executes the queue (the token passes on).
@@ -748,8 +767,8 @@ pub(crate) struct Responder {
 
 /// Why a responder took no message.
 pub(crate) enum Refusal {
-    /// The QP does not take packets from the requester (its state, type or destination; a
-    /// kernel user's QP, whose memory is not placed into yet): it would drop them.
+    /// The QP does not take packets from the requester (its state, type or destination): it
+    /// would drop them.
     Dropped,
     /// The QP does not allow the remote access asked for.
     Access,
@@ -781,7 +800,7 @@ fn takes(
             matches!(qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
         }
     };
-    if !receiving || !takes || !dest.is_user() {
+    if !receiving || !takes {
         return Err(Refusal::Dropped);
     }
     if st.attr.qp_access_flags & access != access {

@@ -94,6 +94,9 @@ struct Rec {
     /// A local error found when it was taken: it completes with this status once it is the
     /// oldest.
     failed: u32,
+    /// A local operation (REG_MR, LOCAL_INV), executed when taken: no packets, it completes
+    /// once it is the oldest.
+    local: bool,
 }
 
 impl Rec {
@@ -109,7 +112,10 @@ impl Rec {
     }
 
     fn contains(&self, p: u32) -> bool {
-        self.started && psn::diff(p, self.first_psn) >= 0 && psn::diff(p, self.last_psn()) <= 0
+        self.started
+            && !self.local
+            && psn::diff(p, self.first_psn) >= 0
+            && psn::diff(p, self.last_psn()) <= 0
     }
 }
 
@@ -333,10 +339,10 @@ struct Msg<'a> {
 /// fails them, its local SGEs included); `Err` is the completion status. Done once, when the
 /// executor takes the WQE.
 fn message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
-    let m = parse_message(qp, st_cap, uc, wqe)?;
+    let m = parse_message(st_cap, uc, wqe)?;
     let is_read_or_atomic = !matches!(
         m.w.opcode,
-        wop::SEND | wop::SEND_WITH_IMM | wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM
+        wop::SEND | wop::SEND_WITH_IMM | wop::SEND_WITH_INV | wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM
     );
     let need_local = if is_read_or_atomic { access::LOCAL_WRITE } else { 0 };
     if Walk::new(qp.device(), qp.pd_id(), need_local, m.sges)
@@ -351,13 +357,14 @@ fn message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'
 /// Reads a send WQE checked by [`message`] before (the ring may have changed since, so its
 /// limits are checked again; the SGEs are checked by the walks that use them): for each turn
 /// and each answer placed, without finding every SGE's memory region again.
-fn parse_message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
+fn parse_message<'a>(st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> Result<Msg<'a>, u32> {
     let hdr = wqe
         .first_chunk::<{ abi::SEND_WQE_HEADER }>()
         .ok_or(wc_status::LOC_QP_OP_ERR)?;
     let w = SendWqe::from_bytes(hdr);
     let body = &wqe[abi::SEND_WQE_HEADER..];
-    let is_send = matches!(w.opcode, wop::SEND | wop::SEND_WITH_IMM);
+    let is_send = matches!(w.opcode, wop::SEND | wop::SEND_WITH_IMM)
+        || (w.opcode == wop::SEND_WITH_INV && !uc);
     let is_write = matches!(w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
     let is_atomic = matches!(w.opcode, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD);
     let allowed = if uc {
@@ -366,8 +373,7 @@ fn parse_message<'a>(qp: &Qp<Ferroce>, st_cap: &kernel::rdma::QpCap, uc: bool, w
         is_send || is_write || is_atomic || w.opcode == wop::RDMA_READ
     };
     let inline = w.send_flags & send_flags::INLINE != 0;
-    // Kernel users' memory (DMA and fast-registration MRs) is not placed yet.
-    if !allowed || (inline && !(is_send || is_write)) || !qp.is_user() {
+    if !allowed || (inline && !(is_send || is_write)) {
         return Err(wc_status::LOC_QP_OP_ERR);
     }
     let (sges, inline_bytes) = if inline {
@@ -492,6 +498,16 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
                 st.sending = false;
                 return;
             }
+            let head = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>().map(SendWqe::from_bytes);
+            if let Some(w) = head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV)) {
+                if !take_local(qp, st, &w, &mut after) {
+                    st.sending = false;
+                    return;
+                }
+                drop(guard);
+                after.run(qp, may_sleep);
+                continue;
+            }
             let mut rec = Rec::default();
             match message(qp, &st.attr.cap, uc, &wqe[..len]) {
                 Ok(m) => {
@@ -536,6 +552,20 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
         }
         let i = st.conn.next;
         let mut rec = st.conn.rec(i);
+        if rec.local && rec.failed == 0 {
+            if i == 0 {
+                // The oldest (what came before it completed while this was sent again):
+                // it completes now.
+                complete_front(qp, st, wc_status::SUCCESS, &mut after);
+                drop(guard);
+                after.run(qp, may_sleep);
+                continue;
+            }
+            // Executed when it was taken; sending again from before it passes it by.
+            st.conn.next += 1;
+            st.conn.off = 0;
+            continue;
+        }
         if rec.failed != 0 {
             if i == 0 {
                 complete_front(qp, st, rec.failed, &mut after);
@@ -610,7 +640,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
                 // oldest (what the peer got of it is moot).
                 let at = (0..st.conn.count).find(|&j| {
                     let r = st.conn.rec(j);
-                    r.started && r.first_psn == rec.first_psn && r.wr_id == rec.wr_id
+                    r.started && !r.local && r.first_psn == rec.first_psn && r.wr_id == rec.wr_id
                 });
                 if let Some(j) = at {
                     let mut r = st.conn.rec(j);
@@ -637,6 +667,37 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
     }
 }
 
+/// Takes the local operation `w` (REG_MR, LOCAL_INV) from the send queue: executes it (the
+/// WQEs before it are sent whole), and records it to complete in order; `false` if it must wait
+/// (no room for its record, or it is fenced behind READs or atomics).
+fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut After) -> bool {
+    let waiting = (0..st.conn.count).any(|i| st.conn.rec(i).waits_response());
+    if st.conn.count >= st.conn.recs.len() || (waiting && w.send_flags & FENCE != 0) {
+        return false;
+    }
+    let mut rec = Rec {
+        wr_id: w.wr_id,
+        op: w.opcode,
+        signaled: qp.data().init.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0,
+        first_psn: st.conn.psn,
+        started: true,
+        local: true,
+        ..Rec::default()
+    };
+    if let Some(Err(status)) = placement::local_op(qp, w) {
+        rec.failed = status;
+        rec.signaled = true;
+    }
+    if !st.conn.push(rec) {
+        return false;
+    }
+    st.conn.next = st.conn.count;
+    st.conn.off = 0;
+    // Complete at once if it is the oldest.
+    drain_answered(qp, st, after);
+    true
+}
+
 fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
     if let Some(ns) = transport::ack_timeout_ns(st.attr.timeout) {
         st.conn.timer = TimerUse::Ack;
@@ -649,7 +710,7 @@ fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
 /// error (the sender's memory went away).
 fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32> {
     let dev = qp.device();
-    let m = parse_message(qp, &t.cap, uc, wqe)?;
+    let m = parse_message(&t.cap, uc, wqe)?;
     let transport = if uc { opcode::UC } else { opcode::RC };
     let Some(netdev) = dev.data().netdev() else {
         // No netdev (it is going away): as if the packets were lost.
@@ -714,6 +775,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
         _ => {
             let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
             let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
+            let with_inv = m.w.opcode == wop::SEND_WITH_INV;
             let (remote_addr, rkey) = match m.w.wr {
                 WqeUnion::Rdma { remote_addr, rkey } => (remote_addr, rkey),
                 _ if write => return Err(wc_status::LOC_QP_OP_ERR),
@@ -731,10 +793,12 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
                 n += 1;
                 let opc = match (write, first, last) {
                     (false, true, true) if with_imm => op::SEND_ONLY_WITH_IMMEDIATE,
+                    (false, true, true) if with_inv => op::SEND_ONLY_WITH_INVALIDATE,
                     (false, true, true) => op::SEND_ONLY,
                     (false, true, false) => op::SEND_FIRST,
                     (false, false, false) => op::SEND_MIDDLE,
                     (false, false, true) if with_imm => op::SEND_LAST_WITH_IMMEDIATE,
+                    (false, false, true) if with_inv => op::SEND_LAST_WITH_INVALIDATE,
                     (false, false, true) => op::SEND_LAST,
                     (true, true, true) if with_imm => op::RDMA_WRITE_ONLY_WITH_IMMEDIATE,
                     (true, true, true) => op::RDMA_WRITE_ONLY,
@@ -753,6 +817,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
                         dma_len: m.len,
                     }),
                     imm: (last && with_imm).then_some(wire::imm_to_wire(m.w.imm_data)),
+                    ieth: (last && with_inv).then_some(m.w.imm_data),
                     ..Headers::default()
                 };
                 let fill = |out: &mut [u8]| match m.inline {
@@ -895,9 +960,15 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, implicit_nak: bool, aft
     }
     // Past the send cursor (it went back, and the responder had more than it knew of).
     skip_to(st, psn::add(p, 1));
-    while st.conn.count > 0 && st.conn.next > 0 {
+    while st.conn.count > 0 {
         let r = st.conn.rec(0);
-        if !r.started || psn::diff(r.last_psn(), p) > 0 {
+        if r.local {
+            // Executed when taken: it completes once it is the oldest, even while the
+            // requester sends again from before it.
+            complete_front(qp, st, r.failed, after);
+            continue;
+        }
+        if st.conn.next == 0 || !r.started || psn::diff(r.last_psn(), p) > 0 {
             break;
         }
         if r.waits_response() && !r.answered {
@@ -937,9 +1008,13 @@ fn progress(qp: &Qp<Ferroce>, st: &mut QpShared) {
 /// Completes, in order, the oldest records whose answers are all in (READs and atomics whose
 /// answers overtook those of the requests before them complete once those do).
 fn drain_answered(qp: &Qp<Ferroce>, st: &mut QpShared, after: &mut After) {
-    while st.conn.count > 0 && st.conn.next > 0 {
+    while st.conn.count > 0 {
         let r = st.conn.rec(0);
-        if !(r.started && r.waits_response() && r.answered) {
+        if r.local {
+            complete_front(qp, st, r.failed, after);
+            continue;
+        }
+        if st.conn.next == 0 || !(r.started && r.waits_response() && r.answered) {
             break;
         }
         let end = psn::add(r.last_psn(), 1);
@@ -1044,7 +1119,7 @@ fn place_local(qp: &Qp<Ferroce>, st: &QpShared, i: usize, at: u32, bytes: &[u8])
     let mut wqe = [0u8; SEND_WQE_MAX];
     let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
     st.sq.peek(i as u32, &mut wqe[..len]).map_err(|_| Fault::Dest)?;
-    let m = parse_message(qp, &st.attr.cap, false, &wqe[..len]).map_err(|_| Fault::Dest)?;
+    let m = parse_message(&st.attr.cap, false, &wqe[..len]).map_err(|_| Fault::Dest)?;
     let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, m.sges);
     walk.skip(at as usize)?;
     placement::place(&mut walk, &mut Source::Bytes(bytes), bytes.len(), false)
@@ -1156,7 +1231,9 @@ enum Kind {
 
 fn kind_of(opc: u8) -> Kind {
     match opc {
-        op::SEND_FIRST..=op::SEND_ONLY_WITH_IMMEDIATE => Kind::Send,
+        op::SEND_FIRST..=op::SEND_ONLY_WITH_IMMEDIATE
+        | op::SEND_LAST_WITH_INVALIDATE
+        | op::SEND_ONLY_WITH_INVALIDATE => Kind::Send,
         op::RDMA_WRITE_FIRST..=op::RDMA_WRITE_ONLY_WITH_IMMEDIATE => Kind::Write,
         op::RDMA_READ_REQUEST => Kind::Read,
         op::COMPARE_SWAP | op::FETCH_ADD => Kind::Atomic,
@@ -1216,14 +1293,24 @@ fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Resul
     placement::place(&mut walk, &mut Source::Bytes(payload), payload.len(), false)
 }
 
+/// What a receive completion carries besides the data.
+enum Ex {
+    None,
+    /// Immediate data, as the packet carried it.
+    Imm(u32),
+    /// The rkey a SEND_WITH_INV invalidated.
+    Inv(u32),
+}
+
 /// Completes the held receive WQE.
+#[expect(clippy::too_many_arguments)]
 fn complete_recv(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,
     status: u32,
     opcode: u32,
     len: u32,
-    imm: Option<u32>,
+    ex: Ex,
     solicited: bool,
     after: &mut After,
 ) {
@@ -1248,9 +1335,16 @@ fn complete_recv(
         solicited,
         ..Cqe::default()
     };
-    if let Some(imm) = imm {
-        cqe.imm_data = wire::imm_from_wire(imm);
-        cqe.wc_flags |= wc_flags::WITH_IMM;
+    match ex {
+        Ex::None => {}
+        Ex::Imm(imm) => {
+            cqe.imm_data = wire::imm_from_wire(imm);
+            cqe.wc_flags |= wc_flags::WITH_IMM;
+        }
+        Ex::Inv(key) => {
+            cqe.imm_data = key;
+            cqe.wc_flags |= wc_flags::WITH_INV;
+        }
     }
     if let Ok(n) = crate::cq::post(qp.recv_cq(), &cqe) {
         after.notices.recv = after.notices.recv.or(n);
@@ -1279,7 +1373,7 @@ fn refuse(
             InMsg::Write { .. } => wc_opcode::RECV_RDMA_WITH_IMM,
             _ => wc_opcode::RECV,
         };
-        complete_recv(qp, st, status, opcode, 0, None, false, after);
+        complete_recv(qp, st, status, opcode, 0, Ex::None, false, after);
     }
     st.conn.msg = InMsg::None;
     if !rc {
@@ -1333,8 +1427,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
     if !matches!(
         st.attr.qp_state,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-    ) || !qp.is_user()
-    {
+    ) {
         qp.device().data().counters.add(Stat::Dropped, 1);
         return Reply::None;
     }
@@ -1441,8 +1534,21 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             let placed = placed + n;
             st.conn.msg = InMsg::Send { placed };
             if lay.last {
+                if let Some(key) = p.hdr.ieth {
+                    // SEND_WITH_INV: the rkey of a valid fast-registration MR of this QP's PD
+                    // (only RC has the opcode), or an invalid request (rxe's status).
+                    if !rc || !crate::mr::invalidate(qp, key) {
+                        let status = Some(wc_status::REM_INV_REQ_ERR);
+                        return refuse(qp, st, bpsn, NakCode::InvalidRequest, status, after);
+                    }
+                }
                 st.conn.msg = InMsg::None;
-                complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV, placed, imm, bth.se, after);
+                let ex = match (imm, p.hdr.ieth) {
+                    (_, Some(key)) => Ex::Inv(key),
+                    (Some(imm), None) => Ex::Imm(imm),
+                    (None, None) => Ex::None,
+                };
+                complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV, placed, ex, bth.se, after);
                 st.conn.msn = psn::add(st.conn.msn, 1);
             }
         }
@@ -1492,7 +1598,8 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             if lay.last {
                 st.conn.msg = InMsg::None;
                 if imm.is_some() {
-                    complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM, total, imm, bth.se, after);
+                    let ex = imm.map_or(Ex::None, Ex::Imm);
+                    complete_recv(qp, st, wc_status::SUCCESS, wc_opcode::RECV_RDMA_WITH_IMM, total, ex, bth.se, after);
                 } else {
                     counters.add(Stat::RcvdMsgs, 1);
                     counters.add(Stat::RcvdBytes, total.into());
@@ -1541,9 +1648,8 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             let Some(range) = placement::find(dev, qp.pd_id(), a.rkey, a.va, 8, access::REMOTE_ATOMIC) else {
                 return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
             };
-            let word = match range.mr.data().umem().map(|u| u.atomic_u64(range.offset)) {
-                Some(Ok(word)) => word,
-                _ => return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after),
+            let Some(word) = range.atomic_word() else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             };
             let orig = if opc == op::COMPARE_SWAP {
                 word.compare_exchange(a.compare, a.swap_add, Ordering::SeqCst, Ordering::SeqCst)

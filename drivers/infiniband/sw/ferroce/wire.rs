@@ -196,6 +196,7 @@ fn receive_datagram(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         sl: 0,
         solicited: p.hdr.bth.se,
         imm: p.hdr.imm.map(imm_from_wire),
+        ipv4: p.route.ipv4,
     };
     let mut buf = [0u8; RECV_WQE_MAX];
     let place_into = |wqe: &[u8], max_sge: u32| {

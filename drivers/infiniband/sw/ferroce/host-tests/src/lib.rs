@@ -230,9 +230,15 @@ int main(void)
             sl: 2,
             port_num: 1,
             kernel_qp: 0xffff_8880_1234_5678,
+            network: Some(false),
             ..abi::Cqe::default()
         };
         assert_eq!(abi::Cqe::from_bytes(&c.to_bytes()), c);
+        // A kernel CQE's network type: `enum rdma_network_type` in `reserved0`.
+        assert_eq!(c.to_bytes()[47], abi::RDMA_NETWORK_IPV6);
+        let v4 = abi::Cqe { network: Some(true), ..c };
+        assert_eq!(v4.to_bytes()[47], abi::RDMA_NETWORK_IPV4);
+        assert_eq!(abi::Cqe::from_bytes(&v4.to_bytes()), v4);
         assert_eq!(abi::kernel_wc_flags(0), 0);
         assert_eq!(abi::kernel_wc_flags(abi::wc_flags::GRH), 1);
         assert_eq!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM), 2);

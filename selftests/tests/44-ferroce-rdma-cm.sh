@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# timeout: 400 (TCG; rxe is slow)
+# QP1 on the wire: ib_core's connection manager (ib_cm, rdma_cm) talks to
+# its peer with MADs that the GSI QP (QP1) of each device sends and
+# receives as RoCEv2 datagrams, posted by the kernel's MAD layer (with
+# interrupts off: ferroce's work item sends them).  Stock rdma_cm tools
+# connect through it, with rdma_rxe and with another ferroce device:
+#
+#   init_net: frx0 10.83.0.1 rxe0      <-veth->  fcm:  ftx0 10.83.0.2 ferroce0
+#   fca:      fca0 10.84.0.1 ferroce1  <-veth->  fcb:  fcb0 10.84.0.2 ferroce2
+#
+# rping (RC: SEND, RDMA READ and WRITE, data checked with -V), ucmatose
+# (RC connections and messages), udaddy (UD: SIDR over QP1, then
+# datagrams), with either end serving; each device's QP1 counted MADs.
+. "$(dirname "$0")/../lib.sh"
+
+add_netns fcm
+add_veth frx0 - 10.83.0.1 ftx0 fcm 10.83.0.2
+rdma_link_add rxe0 rxe frx0
+ferroce_add ferroce0 ftx0 fcm
+add_netns fca
+add_netns fcb
+add_veth fca0 fca 10.84.0.1 fcb0 fcb 10.84.0.2
+ferroce_add ferroce1 fca0 fca
+ferroce_add ferroce2 fcb0 fcb
+for d in "rxe0 10.83.0.1" "ferroce0 10.83.0.2" "ferroce1 10.84.0.1" "ferroce2 10.84.0.2"; do
+	set -- $d
+	roce_gid "$1" "$2" >/dev/null || fail "$1 has no RoCE v2 GID for $2"
+done
+
+# cm_pair SRV_NS SRV_IP CLI_NS LABEL SERVER_CMD... -- CLIENT_CMD...: an
+# rdma_cm server bound to SRV_IP in SRV_NS ("-": init_net), and its client
+# in CLI_NS; both must succeed.
+cm_pair() {
+	local sns=$1 sip=$2 cns=$3 label=$4 server rc=0
+	local -a srv=() cli=() sx=() cx=()
+	shift 4
+	while [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	cli=("$@")
+	[ "$sns" = - ] || sx=(ip netns exec "$sns")
+	[ "$cns" = - ] || cx=(ip netns exec "$cns")
+	timeout 120 "${sx[@]}" "${srv[@]}" >/tmp/cm-server.log 2>&1 &
+	server=$!
+	# rdma_cm listens on no TCP port to wait for: give the server the time
+	# to bind and listen.
+	sleep 3
+	timeout 120 "${cx[@]}" "${cli[@]}" >/tmp/cm-client.log 2>&1 || rc=$?
+	if [ $rc != 0 ]; then
+		kill "$server" 2>/dev/null
+		wait "$server"
+		cat /tmp/cm-server.log /tmp/cm-client.log
+		fail "$label: the client exited $rc"
+	fi
+	wait "$server" || {
+		cat /tmp/cm-server.log /tmp/cm-client.log
+		fail "$label: the server failed"
+	}
+	echo "ok $label"
+}
+
+pairs=("- 10.83.0.1 fcm rxe0 ferroce0" "fcm 10.83.0.2 - ferroce0 rxe0"
+	"fca 10.84.0.1 fcb ferroce1 ferroce2" "fcb 10.84.0.2 fca ferroce2 ferroce1")
+for p in "${pairs[@]}"; do
+	set -- $p
+	sns=$1 sip=$2 cns=$3 sdev=$4 cdev=$5
+	cm_pair "$sns" "$sip" "$cns" "rping: $cdev -> $sdev" \
+		rping -s -a "$sip" -C 10 -S 256 -V -- rping -c -a "$sip" -C 10 -S 256 -V
+	cm_pair "$sns" "$sip" "$cns" "ucmatose: $cdev -> $sdev" \
+		ucmatose -b "$sip" -c 2 -C 10 -- ucmatose -s "$sip" -c 2 -C 10
+	grep -q 'data transfers complete' /tmp/cm-client.log ||
+		{ cat /tmp/cm-client.log; fail "ucmatose: $cdev -> $sdev: not complete"; }
+	cm_pair "$sns" "$sip" "$cns" "udaddy: $cdev -> $sdev" \
+		udaddy -b "$sip" -c 2 -C 10 -- udaddy -s "$sip" -c 2 -C 10
+	grep -q 'test complete' /tmp/cm-client.log ||
+		{ cat /tmp/cm-client.log; fail "udaddy: $cdev -> $sdev: not complete"; }
+done
+
+for d in ferroce0 ferroce1 ferroce2; do
+	stats=$(rdma statistic show link $d/1)
+	echo "$d: $stats"
+	for t in qp cq mr pd; do
+		wait_for 10 res_at_baseline $d $t || fail "$d: $t objects left: $(rdma resource show $d)"
+	done
+done
+echo "rdma_cm connects ferroce with rxe and with itself over QP1"
