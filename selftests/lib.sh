@@ -169,14 +169,21 @@ listening() {
 	[ -n "$(in_ns "$1" ss -Hltn "sport = :$2")" ]
 }
 
+# cm_listening SRV_IP: an rdma_cm ID listens on SRV_IP (any namespace).
+cm_listening() {
+	rdma resource show cm_id | grep -q "state LISTEN .*src-addr $1:"
+}
+
 # server_client SRV_NS SRV_IP CLI_NS SERVER_CMD... -- CLIENT_CMD...: the
 # server and client of a tool that meet over TCP port 18515 (perftest,
 # ibv_*_pingpong), each run in its namespace with a time limit; the client
 # is given SRV_IP last, once the server listens.  Prints the client's
-# output, and the server's too on failure.
+# output, and the server's too on failure.  With SERVER_LISTENS=rdma_cm,
+# the tool meets over rdma_cm instead (rping, ucmatose, udaddy): the
+# client starts once an rdma_cm ID listens on SRV_IP.
 server_client() {
 	local sns=$1 sip=$2 cns=$3 server rc=0
-	local -a srv=() cli=() sx=() cx=()
+	local -a srv=() cli=() sx=() cx=() ready=()
 	shift 3
 	while [ "$1" != -- ]; do
 		srv+=("$1")
@@ -189,11 +196,16 @@ server_client() {
 	# (timeout first: its pid is the job's, and it passes a kill on.)
 	timeout 120 "${sx[@]}" "${srv[@]}" >/tmp/server.log 2>&1 &
 	server=$!
-	if ! wait_for 60 listening "$sns" 18515; then
+	if [ "${SERVER_LISTENS:-tcp}" = rdma_cm ]; then
+		ready=(cm_listening "$sip")
+	else
+		ready=(listening "$sns" 18515)
+	fi
+	if ! wait_for 60 "${ready[@]}"; then
 		kill "$server" 2>/dev/null
 		wait "$server"
 		cat /tmp/server.log
-		echo "${srv[0]} server never listened on port 18515"
+		echo "${srv[0]} server never listened (${ready[*]})"
 		return 1
 	fi
 	timeout 120 "${cx[@]}" "${cli[@]}" "$sip" >/tmp/client.log 2>&1 || rc=$?

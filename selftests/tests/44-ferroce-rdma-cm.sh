@@ -31,35 +31,12 @@ done
 
 # cm_pair SRV_NS SRV_IP CLI_NS LABEL SERVER_CMD... -- CLIENT_CMD...: an
 # rdma_cm server bound to SRV_IP in SRV_NS ("-": init_net), and its client
-# in CLI_NS; both must succeed.
+# in CLI_NS, given SRV_IP last; both must succeed.  The client's output is
+# left in /tmp/client.log.
 cm_pair() {
-	local sns=$1 sip=$2 cns=$3 label=$4 server rc=0
-	local -a srv=() cli=() sx=() cx=()
-	shift 4
-	while [ "$1" != -- ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	cli=("$@")
-	[ "$sns" = - ] || sx=(ip netns exec "$sns")
-	[ "$cns" = - ] || cx=(ip netns exec "$cns")
-	timeout 120 "${sx[@]}" "${srv[@]}" >/tmp/cm-server.log 2>&1 &
-	server=$!
-	# rdma_cm listens on no TCP port to wait for: give the server the time
-	# to bind and listen.
-	sleep 3
-	timeout 120 "${cx[@]}" "${cli[@]}" >/tmp/cm-client.log 2>&1 || rc=$?
-	if [ $rc != 0 ]; then
-		kill "$server" 2>/dev/null
-		wait "$server"
-		cat /tmp/cm-server.log /tmp/cm-client.log
-		fail "$label: the client exited $rc"
-	fi
-	wait "$server" || {
-		cat /tmp/cm-server.log /tmp/cm-client.log
-		fail "$label: the server failed"
-	}
+	local out label=$4
+	out=$(SERVER_LISTENS=rdma_cm server_client "$1" "$2" "$3" "${@:5}") ||
+		{ echo "$out"; fail "$label"; }
 	echo "ok $label"
 }
 
@@ -69,15 +46,15 @@ for p in "${pairs[@]}"; do
 	set -- $p
 	sns=$1 sip=$2 cns=$3 sdev=$4 cdev=$5
 	cm_pair "$sns" "$sip" "$cns" "rping: $cdev -> $sdev" \
-		rping -s -a "$sip" -C 10 -S 256 -V -- rping -c -a "$sip" -C 10 -S 256 -V
+		rping -s -C 10 -S 256 -V -a "$sip" -- rping -c -C 10 -S 256 -V -a
 	cm_pair "$sns" "$sip" "$cns" "ucmatose: $cdev -> $sdev" \
-		ucmatose -b "$sip" -c 2 -C 10 -- ucmatose -s "$sip" -c 2 -C 10
-	grep -q 'data transfers complete' /tmp/cm-client.log ||
-		{ cat /tmp/cm-client.log; fail "ucmatose: $cdev -> $sdev: not complete"; }
+		ucmatose -c 2 -C 10 -b "$sip" -- ucmatose -c 2 -C 10 -s
+	grep -q 'data transfers complete' /tmp/client.log ||
+		{ cat /tmp/client.log; fail "ucmatose: $cdev -> $sdev: not complete"; }
 	cm_pair "$sns" "$sip" "$cns" "udaddy: $cdev -> $sdev" \
-		udaddy -b "$sip" -c 2 -C 10 -- udaddy -s "$sip" -c 2 -C 10
-	grep -q 'test complete' /tmp/cm-client.log ||
-		{ cat /tmp/cm-client.log; fail "udaddy: $cdev -> $sdev: not complete"; }
+		udaddy -c 2 -C 10 -b "$sip" -- udaddy -c 2 -C 10 -s
+	grep -q 'test complete' /tmp/client.log ||
+		{ cat /tmp/client.log; fail "udaddy: $cdev -> $sdev: not complete"; }
 done
 
 for d in ferroce0 ferroce1 ferroce2; do
