@@ -159,6 +159,37 @@ static int ferroce_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* Memory windows: the kernel gives the rkey; binds are work requests. */
+static struct ibv_mw *ferroce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int ferroce_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
 static int ferroce_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			    void *addr, size_t length, int access)
 {
@@ -473,6 +504,18 @@ static int ferroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return ret;
 }
 
+/* A memory window bind (IBV_WR_BIND_MW, ibv_bind_mw), as the kernel reads it. */
+static void fill_bind(struct ferroce_send_wqe *w, const struct ibv_mw *mw, uint32_t rkey,
+		      const struct ibv_mw_bind_info *info)
+{
+	w->wr.bind.addr = info->addr;
+	w->wr.bind.length = info->length;
+	w->wr.bind.mw_rkey = mw ? mw->rkey : 0;
+	w->wr.bind.rkey = rkey;
+	w->wr.bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	w->wr.bind.access = info->mw_access_flags;
+}
+
 static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *wr)
 {
 	memset(w, 0, sizeof(*w));
@@ -495,7 +538,11 @@ static void fill_send_wqe(struct ferroce_send_wqe *w, const struct ibv_send_wr *
 		w->wr.atomic.rkey = wr->wr.atomic.rkey;
 		break;
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
 		w->imm_data = wr->invalidate_rkey;
+		break;
+	case IBV_WR_BIND_MW:
+		fill_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 		break;
 	default:
 		break;
@@ -570,6 +617,33 @@ static int ferroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		}
 	}
 	return ret;
+}
+
+/*
+ * ibv_bind_mw (type 1 windows): a BIND_MW work request with the window's
+ * next key; the window takes that key once the request is posted (a
+ * failed bind's completion tells the caller to undo it, as rxe's does).
+ */
+static int ferroce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = bind->send_flags,
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EINVAL;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	ret = ferroce_post_send(qp, &wr, &bad);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
 }
 
 /*
@@ -1287,6 +1361,25 @@ static void ferroce_wr_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rke
 	ferroce_wr_begin(ibqpx, &w);
 }
 
+static void ferroce_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	struct ferroce_send_wqe w = {
+		.opcode = IBV_WR_LOCAL_INV,
+		.imm_data = invalidate_rkey,
+	};
+
+	ferroce_wr_begin(ibqpx, &w);
+}
+
+static void ferroce_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw, uint32_t rkey,
+			       const struct ibv_mw_bind_info *info)
+{
+	struct ferroce_send_wqe w = { .opcode = IBV_WR_BIND_MW };
+
+	fill_bind(&w, mw, rkey, info);
+	ferroce_wr_begin(ibqpx, &w);
+}
+
 static void ferroce_wr_rdma(struct ibv_qp_ex *ibqpx, uint32_t opcode,
 			    uint32_t rkey, uint64_t remote_addr,
 			    uint32_t imm_data)
@@ -1446,6 +1539,10 @@ static void set_qp_ex_ops(struct ibv_qp_ex *x, uint64_t ops)
 		x->wr_atomic_cmp_swp = ferroce_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		x->wr_atomic_fetch_add = ferroce_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		x->wr_local_inv = ferroce_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = ferroce_wr_bind_mw;
 	x->wr_set_sge = ferroce_wr_set_sge;
 	x->wr_set_sge_list = ferroce_wr_set_sge_list;
 	x->wr_set_inline_data = ferroce_wr_set_inline_data;
@@ -1570,7 +1667,9 @@ static struct ibv_qp *ferroce_create_qp_ex(struct ibv_context *context,
 }
 
 static const struct verbs_context_ops ferroce_ctx_ops = {
+	.alloc_mw = ferroce_alloc_mw,
 	.alloc_pd = ferroce_alloc_pd,
+	.bind_mw = ferroce_bind_mw,
 	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
 	.create_cq_ex = ferroce_create_cq_ex,
@@ -1578,6 +1677,7 @@ static const struct verbs_context_ops ferroce_ctx_ops = {
 	.create_qp_ex = ferroce_create_qp_ex,
 	.create_srq = ferroce_create_srq,
 	.create_srq_ex = ferroce_create_srq_ex,
+	.dealloc_mw = ferroce_dealloc_mw,
 	.dealloc_pd = ferroce_dealloc_pd,
 	.dereg_mr = ferroce_dereg_mr,
 	.destroy_ah = ferroce_destroy_ah,

@@ -22,6 +22,7 @@ pub mod link;
 pub mod memory;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 pub mod object;
 pub mod pd;
 pub mod qp;
@@ -46,6 +47,7 @@ pub use driver::Driver;
 pub use memory::{KernelMemory, Piece};
 pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
+pub use mw::{Mw, MwType};
 pub use pd::Pd;
 pub use registry::Held;
 pub use qp::{

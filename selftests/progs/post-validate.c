@@ -147,10 +147,10 @@ static void rc_states_and_caps(void)
 	sges[63].length = 4;
 	send_refused(qp, wr, wr, "atomic into 4 bytes");
 	sges[63].length = 8;
-	wr[0].opcode = IBV_WR_BIND_MW;
-	send_refused(qp, wr, wr, "memory window bind (unsupported opcode)");
-	wr[0].opcode = IBV_WR_LOCAL_INV;
-	send_refused(qp, wr, wr, "local invalidate (unsupported opcode)");
+	wr[0].opcode = IBV_WR_TSO;
+	send_refused(qp, wr, wr, "TSO (unsupported opcode)");
+	wr[0].opcode = IBV_WR_DRIVER1;
+	send_refused(qp, wr, wr, "a driver opcode (unsupported)");
 
 	/* A chain: the first is posted, the second refused. */
 	wr[0] = (struct ibv_send_wr){ .wr_id = 2000, .sg_list = sges, .num_sge = 1,

@@ -118,12 +118,12 @@ static void refusals(void)
 	      "a CQ with flow tags: errno %d", errno);
 	cq = make_cq_ex(4, IBV_WC_STANDARD_FLAGS);
 	CHECK(cq, "create_cq_ex: %s", strerror(errno));
-	CHECK(!make_qp_ex(cq, IBV_QPT_RC, RC_OPS | IBV_QP_EX_WITH_LOCAL_INV, NULL) &&
+	CHECK(!make_qp_ex(cq, IBV_QPT_UD, IBV_QP_EX_WITH_LOCAL_INV, NULL) &&
 		      errno == EOPNOTSUPP,
-	      "RC with LOCAL_INV: errno %d", errno);
-	CHECK(!make_qp_ex(cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, NULL) &&
+	      "UD with LOCAL_INV: errno %d", errno);
+	CHECK(!make_qp_ex(cq, IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW, NULL) &&
 		      errno == EOPNOTSUPP,
-	      "RC with BIND_MW: errno %d", errno);
+	      "UD with BIND_MW: errno %d", errno);
 	CHECK(!make_qp_ex(cq, IBV_QPT_RC, IBV_QP_EX_WITH_TSO, NULL) &&
 		      errno == EOPNOTSUPP,
 	      "RC with TSO: errno %d", errno);
@@ -141,6 +141,12 @@ static void refusals(void)
 		      ibv_qp_to_qp_ex(qp)->wr_set_sge,
 	      "builders of an RC QP with SEND only");
 	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+	/* Memory windows: the connected QPs bind and invalidate them. */
+	qp = make_qp_ex(cq, IBV_QPT_RC, RC_OPS | IBV_QP_EX_WITH_LOCAL_INV |
+					    IBV_QP_EX_WITH_BIND_MW, NULL);
+	CHECK(qp && ibv_qp_to_qp_ex(qp)->wr_local_inv && ibv_qp_to_qp_ex(qp)->wr_bind_mw,
+	      "RC with LOCAL_INV and BIND_MW: %s", strerror(errno));
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
 
 	sa.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
 	sa.pd = pd;
@@ -153,7 +159,7 @@ static void refusals(void)
 	CHECK(!ibv_create_srq_ex(ctx, &sa) && errno == EOPNOTSUPP,
 	      "an XRC SRQ: errno %d", errno);
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "destroy_cq");
-	printf("refused: timestamps and flow tags in wc_flags, LOCAL_INV/BIND_MW/TSO on RC, RDMA on UD, READ on UC, TM and XRC SRQs\n");
+	printf("refused: timestamps and flow tags in wc_flags, TSO on RC, LOCAL_INV/BIND_MW/RDMA on UD, READ on UC, TM and XRC SRQs; RC gets wr_local_inv and wr_bind_mw\n");
 }
 
 /* One work request of every RC operation, in one batch. */

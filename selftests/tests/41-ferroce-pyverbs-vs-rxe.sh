@@ -24,14 +24,6 @@ import re, sys
 
 # Tests rxe passes that ferroce does not yet, and why.
 KNOWN = {
-    "tests.test_mr.MWTest.test_invalidate_mw_type1": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_mw_type1": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_mw_type2": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_mw_type2_invalidate_local": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_mw_type2_invalidate_remote": "memory windows: not yet",
-    "tests.test_mr.MWTest.test_reg_mw_wrong_type": "memory windows: not yet",
-    "tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw": "memory windows: not yet",
     "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write": "IBV_WR_ATOMIC_WRITE: not yet",
 }
 # Tests ferroce fails by design (rxe skips them), and why.

@@ -164,6 +164,20 @@ struct ferroce_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		/*
+		 * IBV_WR_BIND_MW (and ibv_bind_mw): the window whose rkey is
+		 * mw_rkey takes rkey's key byte and length bytes at addr of
+		 * the MR mr_lkey (length 0: no MR, unbound), with the
+		 * IBV_ACCESS_* flags in access.
+		 */
+		struct {
+			__aligned_u64 addr;
+			__aligned_u64 length;
+			__u32 mw_rkey;
+			__u32 rkey;
+			__u32 mr_lkey;
+			__u32 access;
+		} bind;
 	} wr;
 	struct ferroce_sge sge[];
 };

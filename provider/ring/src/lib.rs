@@ -104,15 +104,15 @@ pub struct WqCaps {
 }
 
 /// Whether a QP of type `qp_type` can post send work requests of `opcode`. Others are refused
-/// at posting, as rxe's kernel refuses them (there are no memory windows, no local
-/// invalidation, no TSO).
+/// at posting, as rxe's kernel refuses them (no TSO; memory windows are bound and invalidated
+/// by the connected QPs only).
 pub fn opcode_allowed(qp_type: u32, opcode: u32) -> bool {
     use opcode::*;
     match qp_type {
         qp_type::UD => matches!(opcode, SEND | SEND_WITH_IMM),
         qp_type::UC => matches!(
             opcode,
-            SEND | SEND_WITH_IMM | RDMA_WRITE | RDMA_WRITE_WITH_IMM
+            SEND | SEND_WITH_IMM | RDMA_WRITE | RDMA_WRITE_WITH_IMM | LOCAL_INV | BIND_MW
         ),
         qp_type::RC => matches!(
             opcode,
@@ -123,6 +123,8 @@ pub fn opcode_allowed(qp_type: u32, opcode: u32) -> bool {
                 | ATOMIC_CMP_AND_SWP
                 | ATOMIC_FETCH_AND_ADD
                 | SEND_WITH_INV
+                | LOCAL_INV
+                | BIND_MW
         ),
         _ => false,
     }
@@ -1368,7 +1370,14 @@ mod tests {
         allowed(qp_type::UD, &[SEND, SEND_WITH_IMM]);
         allowed(
             qp_type::UC,
-            &[SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM],
+            &[
+                SEND,
+                SEND_WITH_IMM,
+                RDMA_WRITE,
+                RDMA_WRITE_WITH_IMM,
+                LOCAL_INV,
+                BIND_MW,
+            ],
         );
         allowed(
             qp_type::RC,
@@ -1381,6 +1390,8 @@ mod tests {
                 ATOMIC_CMP_AND_SWP,
                 ATOMIC_FETCH_AND_ADD,
                 SEND_WITH_INV,
+                LOCAL_INV,
+                BIND_MW,
             ],
         );
         allowed(0, &[]);
@@ -1425,8 +1436,7 @@ mod tests {
                 header(1, ATOMIC_FETCH_AND_ADD, 0, 0x1000),
                 vec![sge(4)],
             ),
-            ("memory window bind", header(1, BIND_MW, 0, 0), vec![]),
-            ("local invalidate", header(1, LOCAL_INV, 0, 0), vec![]),
+            ("TSO", header(1, 10, 0, 0), vec![]),
             ("unknown opcode", header(1, 99, 0, 0), vec![sge(1)]),
         ];
         for (what, header, sges) in refused {

@@ -355,4 +355,9 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
     /// The device reports a system image GUID.
     pub const SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    /// The device offers memory windows (type 1).
+    pub const MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// The device offers type 2B memory windows (bound to a QP).
+    pub const MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
 }

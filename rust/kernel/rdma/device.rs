@@ -7,7 +7,7 @@
 use super::{
     attr::PortEvent,
     driver::{kzalloc_size, Adapter, Driver},
-    object::{MrKind, QpKind},
+    object::{MrKind, MwKind, QpKind},
     registry::{Held, Registry},
     udata::Udata,
 };
@@ -62,6 +62,8 @@ pub(crate) struct Registries<T: Driver> {
     pub(crate) qps: Registry<T, QpKind>,
     #[pin]
     pub(crate) mrs: Registry<T, MrKind>,
+    #[pin]
+    pub(crate) mws: Registry<T, MwKind>,
 }
 
 // SAFETY: ib_core calls device ops from any thread; `T::Data` is `Send + Sync`.
@@ -102,6 +104,12 @@ impl<T: Driver> Device<T> {
     /// dropped. Any context.
     pub fn mr(&self, key: u32) -> Option<Held<'_, T, MrKind>> {
         self.registries.mrs.get(key >> 8)
+    }
+
+    /// The memory window whose rkey has the index of `key` (the caller checks the key byte),
+    /// held until the result is dropped. Any context.
+    pub fn mw(&self, key: u32) -> Option<Held<'_, T, MwKind>> {
+        self.registries.mws.get(key >> 8)
     }
 
     /// Whether `gid` is in `port`'s GID table as a RoCEv2 GID: a destination on this device.
@@ -210,6 +218,7 @@ impl<T: Driver> Device<T> {
         let registries = pin_init!(Registries::<T> {
             qps <- Registry::new(),
             mrs <- Registry::new(),
+            mws <- Registry::new(),
         });
         // SAFETY: `registries` is uninitialised memory inside the allocation, never moved
         // (ib_core allocations do not move); its initialiser cannot fail.

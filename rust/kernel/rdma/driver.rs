@@ -12,6 +12,7 @@ use super::{
     cq::{Cq, CqInitAttr},
     device::Device,
     mr::{Mr, MrChange},
+    mw::{Mw, MwType},
     pd::Pd,
     qp::{Qp, QpAttr, QpInitAttr},
     srq::{Srq, SrqAttr},
@@ -71,6 +72,8 @@ pub trait Driver: Sized + 'static {
     type MrData: Send + Sync;
     /// Data the driver keeps in each address handle.
     type AhData: Send + Sync;
+    /// Data the driver keeps in each memory window.
+    type MwData: Send + Sync;
     /// Data the driver keeps in each queue pair.
     type QpData: Send + Sync;
     /// Data the driver keeps in each shared receive queue.
@@ -334,6 +337,21 @@ pub trait Driver: Sized + 'static {
 
     /// Called as a user context is destroyed, before its data is dropped (`dealloc_ucontext`).
     fn dealloc_ucontext(_uctx: &UContext<Self>) {}
+
+    /// Creates the driver data of a memory window of type `ty` on `pd` (`alloc_mw`) and returns
+    /// it with the window's rkey, from the key space of the MRs (the layer publishes the window
+    /// under the rkey's index).
+    fn alloc_mw(
+        _pd: &Pd<Self>,
+        _ty: MwType,
+        _udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<Self::MwData, Error>, u32)> {
+        unimplemented::<(Self::MwData, u32)>()
+    }
+
+    /// Called as a memory window is deallocated, before its data is dropped (`dealloc_mw`);
+    /// the data path no longer finds it.
+    fn dealloc_mw(_mw: &Mw<Self>) {}
 }
 
 /// The `extern "C"` callbacks of the ops table; each object's module adds its own.
@@ -503,6 +521,16 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        alloc_mw: if T::HAS_ALLOC_MW {
+            Some(Adapter::<T>::alloc_mw)
+        } else {
+            None
+        },
+        dealloc_mw: if T::HAS_ALLOC_MW {
+            Some(Adapter::<T>::dealloc_mw)
+        } else {
+            None
+        },
         resize_cq: if T::HAS_RESIZE_CQ {
             Some(Adapter::<T>::resize_cq)
         } else {
@@ -525,6 +553,7 @@ impl<T: Driver> Adapter<T> {
         query_port: Some(Adapter::<T>::query_port),
         size_ib_ah: kzalloc_size::<Ah<T>>(),
         size_ib_cq: kzalloc_size::<Cq<T>>(),
+        size_ib_mw: kzalloc_size::<Mw<T>>(),
         size_ib_pd: kzalloc_size::<Pd<T>>(),
         size_ib_qp: kzalloc_size::<Qp<T>>(),
         size_ib_srq: kzalloc_size::<Srq<T>>(),

@@ -30,6 +30,8 @@ pub mod access {
     pub const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
     /// Peers may run atomics on it.
     pub const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    /// Memory windows may be bound to it.
+    pub const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
     /// Flags a device may ignore (relaxed ordering and the rest of the optional range).
     pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }

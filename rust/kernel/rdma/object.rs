@@ -34,7 +34,7 @@ macro_rules! ib_object {
         }
     )*};
 }
-ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_ah, ib_qp, ib_srq);
+ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_mw, ib_ah, ib_qp, ib_srq);
 
 /// Calls an object's asynchronous event handler (`event_handler(&ev, context)`, the calling
 /// convention of QPs, CQs and SRQs), if it has one.
@@ -94,6 +94,8 @@ kinds! {
     CqKind: ib_cq, (), CqData;
     /// A memory region (see [`super::mr`]): published in its device's registry by key.
     MrKind: ib_mr, Users, MrData;
+    /// A memory window (see [`super::mw`]): published in its device's registry by rkey.
+    MwKind: ib_mw, Users, MwData;
     /// An address handle (see [`super::ah`]).
     AhKind: ib_ah, (), AhData;
     /// A queue pair (see [`super::qp`]): published in its device's registry by number, with a

@@ -48,6 +48,7 @@ pub(crate) mod wc_status {
     pub(crate) const LOC_QP_OP_ERR: u32 = 2;
     pub(crate) const LOC_PROT_ERR: u32 = 4;
     pub(crate) const WR_FLUSH_ERR: u32 = 5;
+    pub(crate) const MW_BIND_ERR: u32 = 6;
     pub(crate) const REM_INV_REQ_ERR: u32 = 9;
     pub(crate) const REM_ACCESS_ERR: u32 = 10;
     pub(crate) const REM_OP_ERR: u32 = 11;
@@ -282,6 +283,16 @@ pub(crate) enum WqeUnion {
         key: u32,
         access: u32,
     },
+    /// `bind_mw`: the window `mw_rkey` gets the key byte of `rkey` and `length` bytes at
+    /// `addr` of the MR `mr_lkey` (none if `length` is 0), with `access`.
+    Bind {
+        addr: u64,
+        length: u64,
+        mw_rkey: u32,
+        rkey: u32,
+        mr_lkey: u32,
+        access: u32,
+    },
 }
 
 impl SendWqe {
@@ -329,6 +340,21 @@ impl SendWqe {
                 put(36, &key.to_ne_bytes());
                 put(40, &access.to_ne_bytes());
             }
+            WqeUnion::Bind {
+                addr,
+                length,
+                mw_rkey,
+                rkey,
+                mr_lkey,
+                access,
+            } => {
+                put(32, &addr.to_ne_bytes());
+                put(40, &length.to_ne_bytes());
+                put(48, &mw_rkey.to_ne_bytes());
+                put(52, &rkey.to_ne_bytes());
+                put(56, &mr_lkey.to_ne_bytes());
+                put(60, &access.to_ne_bytes());
+            }
         }
         b
     }
@@ -358,6 +384,14 @@ impl SendWqe {
                 mr_key: u32_at(32),
                 key: u32_at(36),
                 access: u32_at(40),
+            },
+            o::BIND_MW => WqeUnion::Bind {
+                addr: u64_at(32),
+                length: u64_at(40),
+                mw_rkey: u32_at(48),
+                rkey: u32_at(52),
+                mr_lkey: u32_at(56),
+                access: u32_at(60),
             },
             _ => WqeUnion::None,
         };

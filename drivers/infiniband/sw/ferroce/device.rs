@@ -11,7 +11,7 @@ use kernel::{
     prelude::*,
     rdma::{
         self, device_cap, link, AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
-        DeviceParams, LinkLayer, Mr, MrChange, Mtu, Pd, PhysState, PortAttr, PortEvent,
+        DeviceParams, LinkLayer, Mr, MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent,
         PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
         Udata, Wc,
         wire::{RxPacket, Tunnel, ROCE_V2_PORT},
@@ -22,8 +22,8 @@ use kernel::{
 };
 
 use crate::{
-    abi, ah, count::ObjectCount, cq, guid, keys::KeyTable, limits, mr, numbers::Counted, qp, srq,
-    stats, wire,
+    abi, ah, count::ObjectCount, cq, guid, keys::KeyTable, limits, mr, mw, numbers::Counted, qp,
+    srq, stats, wire,
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -49,6 +49,8 @@ pub(crate) struct DeviceData {
     pub(crate) cqs: Arc<ObjectCount>,
     /// Shared receive queues in existence.
     pub(crate) srqs: Arc<ObjectCount>,
+    /// Memory windows in existence.
+    pub(crate) mws: Arc<ObjectCount>,
     /// The memory keys of the device's MRs (their number is bounded by the table).
     pub(crate) mr_keys: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// Whether QP1 (ib_core's general services QP) exists.
@@ -149,6 +151,7 @@ impl rdma::Driver for Ferroce {
     type AhData = ah::AhData;
     type QpData = qp::QpData;
     type SrqData = srq::SrqData;
+    type MwData = mw::MwData;
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -163,7 +166,10 @@ impl rdma::Driver for Ferroce {
             max_mr_size: limits::MAX_MR_SIZE,
             page_size_cap: kernel::page::PAGE_SIZE as u64,
             vendor_id: 0xffffff,
-            device_cap_flags: device_cap::PORT_ACTIVE_EVENT | device_cap::SYS_IMAGE_GUID,
+            device_cap_flags: device_cap::PORT_ACTIVE_EVENT
+                | device_cap::SYS_IMAGE_GUID
+                | device_cap::MEM_WINDOW
+                | device_cap::MEM_WINDOW_TYPE_2B,
             allow_user_unregister: true,
             max_qp: limits::MAX_QP,
             max_qp_wr: limits::MAX_QP_WR,
@@ -173,6 +179,7 @@ impl rdma::Driver for Ferroce {
             max_cq: limits::MAX_CQ,
             max_cqe: limits::MAX_CQE,
             max_mr: limits::MAX_MR,
+            max_mw: limits::MAX_MW,
             max_pd: limits::MAX_PD,
             max_qp_rd_atom: limits::MAX_QP_RD_ATOM,
             max_res_rd_atom: limits::MAX_RES_RD_ATOM,
@@ -269,6 +276,14 @@ impl rdma::Driver for Ferroce {
 
     fn qp_timer(q: &Qp<Self>) {
         crate::rc::timer(q);
+    }
+
+    fn alloc_mw(
+        pd: &Pd<Self>,
+        ty: MwType,
+        udata: &mut Udata<'_>,
+    ) -> Result<(impl PinInit<mw::MwData, Error>, u32)> {
+        mw::alloc(pd, ty, udata)
     }
 
     fn qp_work(q: &Qp<Self>) {
@@ -440,6 +455,7 @@ impl link::Link for Ferroce {
         let pds = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let cqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let srqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
+        let mws = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let gsi_qp = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
         let mr_keys = Arc::pin_init(
             new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
@@ -480,6 +496,7 @@ impl link::Link for Ferroce {
             pds,
             cqs,
             srqs,
+            mws,
             gsi_qp,
             mr_keys,
             qpns,

@@ -23,6 +23,7 @@ mod guid;
 mod keys;
 mod limits;
 mod mr;
+mod mw;
 mod netevent;
 mod numbers;
 mod placement;

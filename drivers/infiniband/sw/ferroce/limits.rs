@@ -24,6 +24,8 @@ pub(crate) const NUM_COMP_VECTORS: u32 = 1;
 pub(crate) const MAX_CQE: u32 = 1 << 16;
 /// Memory regions per device (the 24-bit index part of an lkey/rkey).
 pub(crate) const MAX_MR: u32 = 65536;
+/// Memory windows per device (they take their rkeys from the MRs' key space).
+pub(crate) const MAX_MW: u32 = 16384;
 /// Largest memory region: 1 TiB.
 pub(crate) const MAX_MR_SIZE: u64 = 1 << 40;
 /// Protection domains per device.

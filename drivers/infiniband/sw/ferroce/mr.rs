@@ -210,12 +210,13 @@ pub(crate) fn register(qp: &Qp<Ferroce>, mr_key: u32, key: u32, access: u32) -> 
     Ok(())
 }
 
-/// Invalidates the fast-registration MR named by `key` for `qp` (LOCAL_INV, or a received
-/// SEND_WITH_INV); `false` if no fast-registration MR of the QP's PD has that key. As in rxe,
-/// invalidating a free MR under its current key succeeds.
+/// Invalidates the fast-registration MR or the type 2 memory window named by `key` for `qp`
+/// (LOCAL_INV, or a received SEND_WITH_INV); `false` if no fast-registration MR or valid type 2
+/// window of the QP's PD has that key. As in rxe, invalidating a free MR under its current key
+/// succeeds.
 pub(crate) fn invalidate(qp: &Qp<Ferroce>, key: u32) -> bool {
     let Some(mr) = qp.device().mr(key) else {
-        return false;
+        return crate::mw::invalidate(qp, key);
     };
     if !matches!(mr.data().memory, Memory::Fast) || mr.pd_id() != qp.pd_id() {
         return false;
@@ -237,6 +238,7 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
     | access::REMOTE_WRITE
     | access::REMOTE_READ
     | access::REMOTE_ATOMIC
+    | access::MW_BIND
     | access::OPTIONAL;
 
 /// A new key for an MR of `pd`'s device.
@@ -254,7 +256,7 @@ pub(crate) fn reg_user(
 ) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     udata.require_no_input()?;
     if access & !SUPPORTED != 0 {
-        // Memory windows, zero-based, huge-page and flush access: not supported.
+        // Zero-based, huge-page and flush access: not supported.
         return Err(EOPNOTSUPP);
     }
     if length == 0 || length > limits::MAX_MR_SIZE || iova.checked_add(length).is_none() {

@@ -92,16 +92,32 @@ impl Range<'_> {
     }
 }
 
-/// Finds `len` bytes at `addr` under `key`, for a QP of the PD `pd`, allowing `need`.
-pub(crate) fn find(
+/// Finds `len` bytes at `addr` under the rkey `key` for a remote access of `need` served by
+/// `qp`: an MR of its PD, or a memory window of it (bound to `qp`, if of type 2).
+pub(crate) fn find_remote(qp: &Qp<Ferroce>, key: u32, addr: u64, len: usize, need: u32) -> Option<Range<'_>> {
+    find_for(qp.device(), qp.pd_id(), Some(qp.qp_num()), key, addr, len, need)
+}
+
+/// Finds `len` bytes at `addr` under `key` for a QP of the PD `pd`, allowing `need`: an lkey,
+/// or with `remote` (the serving QP's number) an rkey, which may name a memory window.
+fn find_for(
     dev: &Device<Ferroce>,
     pd: usize,
+    remote: Option<u32>,
     key: u32,
     addr: u64,
     len: usize,
     need: u32,
 ) -> Option<Range<'_>> {
-    let mr = dev.mr(key)?;
+    // An rkey's index names an MR or a window (one key space).
+    let (mr, key, need) = match dev.mr(key) {
+        Some(mr) => (mr, key, need),
+        None => {
+            let mr_key = crate::mw::resolve(dev, pd, remote?, key, addr, len as u64, need)?;
+            // The window's access was checked against the MR's when it was bound.
+            (dev.mr(mr_key)?, mr_key, 0)
+        }
+    };
     if mr.pd_id() != pd {
         return None;
     }
@@ -114,6 +130,8 @@ pub(crate) fn find(
 pub(crate) struct Walk<'a, 's> {
     dev: &'a Device<Ferroce>,
     pd: usize,
+    /// The serving QP of a remote access (whose rkey may name a memory window).
+    remote: Option<u32>,
     need: u32,
     sges: &'s [u8],
     next: usize,
@@ -126,11 +144,21 @@ impl<'a, 's> Walk<'a, 's> {
         Walk {
             dev,
             pd,
+            remote: None,
             need,
             sges,
             next: 0,
             cur: None,
             used: 0,
+        }
+    }
+
+    /// A walk over a remote range (one SGE) that `qp` serves: its rkey may name a memory
+    /// window.
+    pub(crate) fn remote(qp: &'a Qp<Ferroce>, need: u32, sges: &'s [u8]) -> Self {
+        Walk {
+            remote: Some(qp.qp_num()),
+            ..Walk::new(qp.device(), qp.pd_id(), need, sges)
         }
     }
 
@@ -153,9 +181,10 @@ impl<'a, 's> Walk<'a, 's> {
             if sge.length == 0 {
                 continue;
             }
-            let range = find(
+            let range = find_for(
                 self.dev,
                 self.pd,
+                self.remote,
                 sge.lkey,
                 sge.addr,
                 sge.length as usize,
@@ -447,14 +476,14 @@ fn run(
                 // write the responder refuses consumes none.
                 admit_remote(req, &dest, access::REMOTE_WRITE)?;
                 if len > 0
-                    && find(dev, dest.pd_id(), rkey, remote_addr, len as usize, access::REMOTE_WRITE)
+                    && find_remote(&dest, rkey, remote_addr, len as usize, access::REMOTE_WRITE)
                         .is_none()
                 {
                     return nak(req, &dest, wc_status::REM_ACCESS_ERR);
                 }
             }
             deliver(req, &dest, w, access::REMOTE_WRITE, imm, None, len32, |_| {
-                let mut to = Walk::new(dev, dest.pd_id(), access::REMOTE_WRITE, &remote);
+                let mut to = Walk::remote(&dest, access::REMOTE_WRITE, &remote);
                 place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
                     // Out of the remote range, not short of receive buffers.
                     Fault::Length => Fault::Dest,
@@ -480,6 +509,10 @@ pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), u32>>
         } else {
             Err(wc_status::LOC_QP_OP_ERR)
         }),
+        (op::BIND_MW, _) if matches!(qp.data().qp_type(), QpType::Rc | QpType::Uc) => {
+            Some(crate::mw::bind(qp, &w.wr))
+        }
+        (op::BIND_MW, _) => Some(Err(wc_status::LOC_QP_OP_ERR)),
         _ => None,
     }
 }
@@ -631,7 +664,7 @@ fn read(
     admit_remote(req, dest, access::REMOTE_READ)?;
     let dev = dest.device();
     let remote = one_sge(remote_addr, len, rkey);
-    let from = Walk::new(dev, dest.pd_id(), access::REMOTE_READ, &remote);
+    let from = Walk::remote(dest, access::REMOTE_READ, &remote);
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
     match place(&mut to, &mut Source::Walk(from), len as usize, req.may_sleep) {
         Ok(()) => {
@@ -673,7 +706,7 @@ fn atomic(
         return nak(req, dest, wc_status::REM_INV_REQ_ERR);
     }
     let dev = dest.device();
-    let Some(range) = find(dev, dest.pd_id(), rkey, remote_addr, 8, access::REMOTE_ATOMIC) else {
+    let Some(range) = find_remote(dest, rkey, remote_addr, 8, access::REMOTE_ATOMIC) else {
         return nak(req, dest, wc_status::REM_ACCESS_ERR);
     };
     let Some(word) = range.atomic_word() else {

@@ -94,8 +94,8 @@ struct Rec {
     /// A local error found when it was taken: it completes with this status once it is the
     /// oldest.
     failed: u32,
-    /// A local operation (REG_MR, LOCAL_INV), executed when taken: no packets, it completes
-    /// once it is the oldest.
+    /// A local operation (REG_MR, LOCAL_INV, BIND_MW), executed when taken: no packets, it
+    /// completes once it is the oldest.
     local: bool,
 }
 
@@ -499,7 +499,9 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
                 return;
             }
             let head = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>().map(SendWqe::from_bytes);
-            if let Some(w) = head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV)) {
+            if let Some(w) =
+                head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV | wop::BIND_MW))
+            {
                 if !take_local(qp, st, &w, &mut after) {
                     st.sending = false;
                     return;
@@ -667,7 +669,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
     }
 }
 
-/// Takes the local operation `w` (REG_MR, LOCAL_INV) from the send queue: executes it (the
+/// Takes the local operation `w` (REG_MR, LOCAL_INV, BIND_MW) from the send queue: executes it (the
 /// WQEs before it are sent whole), and records it to complete in order; `false` if it must wait
 /// (no room for its record, or it is fenced behind READs or atomics).
 fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut After) -> bool {
@@ -1391,15 +1393,8 @@ fn read_allowed(qp: &Qp<Ferroce>, st: &QpShared, reth: &Reth) -> bool {
         && st.attr.max_dest_rd_atomic != 0
         && reth.dma_len <= limits::MAX_MSG_SZ
         && (reth.dma_len == 0
-            || placement::find(
-                qp.device(),
-                qp.pd_id(),
-                reth.rkey,
-                reth.va,
-                reth.dma_len as usize,
-                access::REMOTE_READ,
-            )
-            .is_some())
+            || placement::find_remote(qp, reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_READ)
+                .is_some())
 }
 
 /// No receive WQE for a message (a SEND, or the immediate of an RDMA WRITE): RC answers with
@@ -1561,7 +1556,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                     return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
                 }
                 if reth.dma_len > 0
-                    && placement::find(qp.device(), qp.pd_id(), reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_WRITE)
+                    && placement::find_remote(qp, reth.rkey, reth.va, reth.dma_len as usize, access::REMOTE_WRITE)
                         .is_none()
                 {
                     return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
@@ -1584,7 +1579,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             }
             if n > 0 {
                 let remote = placement::one_sge(va, n.into(), rkey);
-                let mut to = Walk::new(qp.device(), qp.pd_id(), access::REMOTE_WRITE, &remote);
+                let mut to = Walk::remote(qp, access::REMOTE_WRITE, &remote);
                 if placement::place(&mut to, &mut Source::Bytes(p.payload), n as usize, false).is_err() {
                     return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
                 }
@@ -1644,8 +1639,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             {
                 return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             }
-            let dev = qp.device();
-            let Some(range) = placement::find(dev, qp.pd_id(), a.rkey, a.va, 8, access::REMOTE_ATOMIC) else {
+            let Some(range) = placement::find_remote(qp, a.rkey, a.va, 8, access::REMOTE_ATOMIC) else {
                 return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
             };
             let Some(word) = range.atomic_word() else {
@@ -1736,7 +1730,7 @@ fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
             mid,
         } => {
             let remote = placement::one_sge(va, len.into(), rkey);
-            let mut from = Walk::new(dev, qp.pd_id(), access::REMOTE_READ, &remote);
+            let mut from = Walk::remote(qp, access::REMOTE_READ, &remote);
             let (mut off, mut p) = (0u32, first);
             loop {
                 let chunk = back.mtu.min(len - off);

@@ -111,7 +111,8 @@ mod tests {
 #include <rdma/ferroce-abi.h>
 int main(void)
 {
-	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu %d %d %d %d %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
+	printf("%zu %zu %zu %zu %d %zu %zu %zu %d %zu %d %d %d %d %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu "
+	       "%zu %zu %zu %zu %zu %zu %zu\n",
 	       offsetof(struct ferroce_queue_ctrl, producer),
 	       offsetof(struct ferroce_queue_ctrl, consumer),
 	       offsetof(struct ferroce_queue_ctrl, notify),
@@ -132,7 +133,14 @@ int main(void)
 	       offsetof(struct ferroce_recv_wqe, wr_id),
 	       sizeof(struct ferroce_create_qp_resp),
 	       sizeof(struct ferroce_alloc_ucontext_cmd),
-	       sizeof(struct ferroce_alloc_ucontext_resp));
+	       sizeof(struct ferroce_alloc_ucontext_resp),
+	       offsetof(struct ferroce_send_wqe, wr.bind.addr),
+	       offsetof(struct ferroce_send_wqe, wr.bind.length),
+	       offsetof(struct ferroce_send_wqe, wr.bind.mw_rkey),
+	       offsetof(struct ferroce_send_wqe, wr.bind.rkey),
+	       offsetof(struct ferroce_send_wqe, wr.bind.mr_lkey),
+	       offsetof(struct ferroce_send_wqe, wr.bind.access),
+	       sizeof(struct ferroce_send_wqe));
 	return 0;
 }
 "#,
@@ -184,6 +192,14 @@ int main(void)
             abi::create_qp_resp(&mi, None, 0, 0).len(),
             abi::ALLOC_UCONTEXT_CMD_SIZE,
             abi::ContextFeatures(0).resp().len(),
+            // The bind union, as `SendWqe::{to,from}_bytes` write and read it.
+            32,
+            40,
+            48,
+            52,
+            56,
+            60,
+            abi::SEND_WQE_HEADER,
         ];
         assert_eq!(got, want);
         let _ = std::fs::remove_dir_all(&dir);
@@ -213,6 +229,25 @@ int main(void)
         assert!(b[47..].iter().all(|&x| x == 0));
         let f = abi::Cqe::flushed(9, abi::wc_opcode::SEND, 77);
         assert_eq!((f.status, f.opcode, f.qp_num, f.wr_id), (5, 0, 77, 9));
+    }
+
+    #[test]
+    fn bind_wqe_round_trips() {
+        let w = abi::SendWqe {
+            wr_id: 7,
+            opcode: abi::wr_opcode::BIND_MW,
+            send_flags: 2,
+            wr: abi::WqeUnion::Bind {
+                addr: 0x7f00_1234_5678,
+                length: 0x1_0000_0001,
+                mw_rkey: 0x1234_56aa,
+                rkey: 0x1234_56ab,
+                mr_lkey: 0x0000_0101,
+                access: 3,
+            },
+            ..abi::SendWqe::default()
+        };
+        assert_eq!(abi::SendWqe::from_bytes(&w.to_bytes()), w);
     }
 
     #[test]
