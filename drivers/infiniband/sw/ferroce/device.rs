@@ -2,7 +2,7 @@
 
 //! The ferroce RDMA device: one RoCEv2 port bound to an Ethernet net device.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     alloc::KVVec,
     c_str,
@@ -51,8 +51,11 @@ pub(crate) struct DeviceData {
     pub(crate) srqs: Arc<ObjectCount>,
     /// Memory windows in existence.
     pub(crate) mws: Arc<ObjectCount>,
-    /// The memory keys of the device's MRs (their number is bounded by the table).
+    /// The memory keys of the device's MRs and memory windows (their number is bounded by
+    /// the table).
     pub(crate) mr_keys: Arc<Mutex<KeyTable<KVVec<u16>>>>,
+    /// The serial of the next MR (`MrData::serial`).
+    pub(crate) mr_serials: AtomicU64,
     /// Whether QP1 (ib_core's general services QP) exists.
     pub(crate) gsi_qp: Arc<AtomicBool>,
     /// The numbers of the device's QPs (bounded by the table: max_qp).
@@ -499,6 +502,7 @@ impl link::Link for Ferroce {
             mws,
             gsi_qp,
             mr_keys,
+            mr_serials: AtomicU64::new(0),
             qpns,
             ah_nums,
             ah_dests,

@@ -69,6 +69,21 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
             .is_some_and(|&s| index >= FIRST_INDEX && s == IN_USE | byte as u16)
     }
 
+    /// Returns the index of `key`, an index in use, to the pool, remembering `key`'s byte as
+    /// the last one handed out: the object that held it may have changed its key byte since it
+    /// was allocated (REG_MR, memory-window binds), and the next key of the index must not be
+    /// one it had last. An index not in use is ignored.
+    pub(crate) fn release(&mut self, key: u32) {
+        let (index, byte) = split(key);
+        if index >= FIRST_INDEX {
+            if let Some(slot) = self.slots.get_mut(index as usize) {
+                if *slot & IN_USE != 0 {
+                    *slot = byte as u16;
+                }
+            }
+        }
+    }
+
     /// Returns `key`'s index to the pool; a key that is not live is ignored.
     pub(crate) fn free(&mut self, key: u32) {
         if self.is_live(key) {

@@ -5,14 +5,13 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
-    alloc::KVVec,
     new_spinlock_irq,
     prelude::*,
     rdma::{access, rereg, Mr, MrChange, Pd, Piece, Qp, Udata, Umem},
-    sync::{Mutex, SpinLockIrq},
+    sync::SpinLockIrq,
 };
 
-use crate::{abi::wc_status, device::Ferroce, keys::KeyTable, limits, numbers::Number};
+use crate::{abi::wc_status, device::Ferroce, limits, numbers::MemKey};
 
 /// What an MR's addresses refer to.
 pub(crate) enum Memory {
@@ -69,7 +68,10 @@ pub(crate) struct MrData {
     /// `IB_ACCESS_*`; a re-registration may change it in place.
     pub(crate) access: AtomicU32,
     /// The MR's key (lkey and rkey), held while the MR exists.
-    pub(crate) key: Number<Mutex<KeyTable<KVVec<u16>>>>,
+    pub(crate) key: MemKey,
+    /// Which MR of the device this is, never reused: a memory window bound to it checks that
+    /// the MR its key finds is still this one.
+    pub(crate) serial: u64,
 }
 
 impl MrData {
@@ -79,7 +81,7 @@ impl MrData {
         (mapped, pages): (KVec<AtomicU64>, KVec<AtomicU64>),
         iova: u64,
         access: u32,
-        key: Number<Mutex<KeyTable<KVVec<u16>>>>,
+        (key, serial): (MemKey, u64),
     ) -> (impl PinInit<Self, Error>, u32, u32) {
         let k = key.get();
         let fast = FastReg {
@@ -94,6 +96,7 @@ impl MrData {
             iova,
             access: AtomicU32::new(access),
             key,
+            serial,
         });
         (data, k, k)
     }
@@ -198,6 +201,7 @@ pub(crate) fn register(qp: &Qp<Ferroce>, mr_key: u32, key: u32, access: u32) -> 
     for (to, from) in data.pages.iter().zip(data.mapped.iter()).take(f.mapped) {
         to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
     }
+    data.key.set_byte(key);
     *f = FastReg {
         valid: true,
         key,
@@ -230,7 +234,8 @@ pub(crate) fn invalidate(qp: &Qp<Ferroce>, key: u32) -> bool {
 }
 
 /// The access flags for which ib_umem pins pages for writing (`ib_access_writable`).
-const WRITABLE: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+const WRITABLE: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND;
 
 /// The access flags ferroce honours; optional ones (relaxed ordering) may be asked for and are
 /// ignored, as their definition allows.
@@ -241,9 +246,10 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
     | access::MW_BIND
     | access::OPTIONAL;
 
-/// A new key for an MR of `pd`'s device.
-fn new_key(pd: &Pd<Ferroce>) -> Result<Number<Mutex<KeyTable<KVVec<u16>>>>> {
-    Number::take(&pd.device().data().mr_keys)
+/// A new key for an MR of `pd`'s device, and the MR's serial.
+fn new_key(pd: &Pd<Ferroce>) -> Result<(MemKey, u64)> {
+    let data = pd.device().data();
+    Ok((MemKey::take(&data.mr_keys)?, data.mr_serials.fetch_add(1, Ordering::Relaxed)))
 }
 
 pub(crate) fn reg_user(

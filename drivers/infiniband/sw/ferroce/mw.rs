@@ -11,20 +11,18 @@
 //! MR is deregistered (ferroce does not refuse that, as rxe does), the window reaches nothing.
 
 use kernel::{
-    alloc::KVVec,
     new_spinlock_irq,
     prelude::*,
     rdma::{access, Device, MwType, Pd, Qp, Udata},
-    sync::{Mutex, SpinLockIrq},
+    sync::SpinLockIrq,
 };
 
 use crate::{
     abi::{wc_status, WqeUnion},
     device::Ferroce,
-    keys::KeyTable,
     limits,
     mr::Memory,
-    numbers::{Counted, Number},
+    numbers::{Counted, MemKey},
 };
 use core::sync::atomic::Ordering;
 
@@ -33,6 +31,8 @@ use core::sync::atomic::Ordering;
 struct Binding {
     /// The window's rkey now (its index, and the key byte of the last bind).
     rkey: u32,
+    /// The serial of the MR bound (`MrData::serial`): the MR its key finds must still be it.
+    mr_serial: u64,
     /// A type 2 window is bound (valid); a type 1 window always is, with `length` 0 when it
     /// reaches nothing.
     valid: bool,
@@ -50,7 +50,8 @@ pub(crate) struct MwData {
     ty: MwType,
     #[pin]
     binding: SpinLockIrq<Binding>,
-    _key: Number<Mutex<KeyTable<KVVec<u16>>>>,
+    /// Released with the key byte of the last bind.
+    key: MemKey,
     _counted: Counted,
 }
 
@@ -67,7 +68,7 @@ pub(crate) fn alloc(
     udata.require_no_input()?;
     let dev = pd.device();
     let counted = Counted::take(&dev.data().mws, limits::MAX_MW)?;
-    let key = Number::take(&dev.data().mr_keys)?;
+    let key = MemKey::take(&dev.data().mr_keys)?;
     let rkey = key.get();
     let binding = Binding {
         rkey,
@@ -78,7 +79,7 @@ pub(crate) fn alloc(
     let data = try_pin_init!(MwData {
         ty,
         binding <- new_spinlock_irq!(binding, "ferroce:mw"),
-        _key: key,
+        key,
         _counted: counted,
     });
     Ok((data, rkey))
@@ -107,11 +108,13 @@ pub(crate) fn bind(qp: &Qp<Ferroce>, wr: &WqeUnion) -> Result<(), u32> {
         return fail;
     }
     let ty = mw.data().ty;
+    let mut mr_serial = 0;
     if length > 0 {
         // The MR: of the QP's PD, open to windows, writable if the window is, covering it.
         let Some(mr) = dev.mr(mr_lkey) else {
             return fail;
         };
+        mr_serial = mr.data().serial;
         let data = mr.data();
         let mr_access = data.access.load(Ordering::Relaxed);
         let (start, len) = match &data.memory {
@@ -137,8 +140,10 @@ pub(crate) fn bind(qp: &Qp<Ferroce>, wr: &WqeUnion) -> Result<(), u32> {
     if b.rkey != mw_rkey || (ty == MwType::Type2 && b.valid) {
         return fail;
     }
+    mw.data().key.set_byte(rkey);
     *b = Binding {
         rkey: (mw_rkey & !0xff) | (rkey & 0xff),
+        mr_serial,
         valid: true,
         mr_key: if length > 0 { mr_lkey } else { 0 },
         addr,
@@ -170,9 +175,9 @@ pub(crate) fn invalidate(qp: &Qp<Ferroce>, rkey: u32) -> bool {
     true
 }
 
-/// The MR key behind the window `rkey` for a remote access of `need` to `len` bytes at `addr`
-/// by the QP `qpn` of the PD `pd`, if the window is valid, of that PD (and bound to that QP, for
-/// type 2), covers the range and grants the access.
+/// The MR key and serial behind the window `rkey` for a remote access of `need` to `len` bytes
+/// at `addr` by the QP `qpn` of the PD `pd`, if the window is valid, of that PD (and bound to
+/// that QP, for type 2), covers the range and grants the access.
 pub(crate) fn resolve(
     dev: &Device<Ferroce>,
     pd: usize,
@@ -181,7 +186,7 @@ pub(crate) fn resolve(
     addr: u64,
     len: u64,
     need: u32,
-) -> Option<u32> {
+) -> Option<(u32, u64)> {
     let mw = dev.mw(rkey)?;
     if mw.pd_id() != pd {
         return None;
@@ -195,5 +200,5 @@ pub(crate) fn resolve(
         && b.access & need == need
         && (ty == MwType::Type1 || b.qpn == qpn)
         && inside;
-    ok.then_some(b.mr_key)
+    ok.then_some((b.mr_key, b.mr_serial))
 }

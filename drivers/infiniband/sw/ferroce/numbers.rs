@@ -5,7 +5,7 @@
 //! every path that ends an object (its destroy verb, or a failure after the driver's part of
 //! the creation succeeded) gives them back, with nothing to remember in destroy hooks.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     alloc::KVVec,
     prelude::*,
@@ -67,6 +67,41 @@ impl<L: NumberTable> Number<L> {
 impl<L: NumberTable> Drop for Number<L> {
     fn drop(&mut self) {
         self.table.free(self.num);
+    }
+}
+
+/// A memory key (of an MR or a memory window) from the device's key table, whose key byte may
+/// change while it is held (REG_MR, BIND_MW). Given back when dropped with the byte it had
+/// last ([`KeyTable::release`]), so that a peer holding its last rkey never reaches the next
+/// object of the index.
+pub(crate) struct MemKey {
+    table: Arc<Mutex<KeyTable<KVVec<u16>>>>,
+    key: AtomicU32,
+}
+
+impl MemKey {
+    pub(crate) fn take(table: &Arc<Mutex<KeyTable<KVVec<u16>>>>) -> Result<Self> {
+        Ok(MemKey {
+            key: AtomicU32::new(table.alloc()?),
+            table: table.clone(),
+        })
+    }
+
+    /// The key now.
+    pub(crate) fn get(&self) -> u32 {
+        self.key.load(Ordering::Relaxed)
+    }
+
+    /// The key takes the key byte of `key` (its index stays).
+    pub(crate) fn set_byte(&self, key: u32) {
+        let now = self.get();
+        self.key.store((now & !0xff) | (key & 0xff), Ordering::Relaxed);
+    }
+}
+
+impl Drop for MemKey {
+    fn drop(&mut self) {
+        self.table.lock().release(self.get());
     }
 }
 

@@ -113,9 +113,17 @@ fn find_for(
     let (mr, key, need) = match dev.mr(key) {
         Some(mr) => (mr, key, need),
         None => {
-            let mr_key = crate::mw::resolve(dev, pd, remote?, key, addr, len as u64, need)?;
-            // The window's access was checked against the MR's when it was bound.
-            (dev.mr(mr_key)?, mr_key, 0)
+            let (mr_key, serial) = crate::mw::resolve(dev, pd, remote?, key, addr, len as u64, need)?;
+            let mr = dev.mr(mr_key)?;
+            // Still the MR bound (not a new one at its index), still open to windows, and
+            // locally writable if the window writes (IBTA C10-73, C10-74, checked again now as
+            // the MR's access may have changed since the bind).
+            let writes = access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+            let mr_need = access::MW_BIND | if need & writes != 0 { access::LOCAL_WRITE } else { 0 };
+            if mr.data().serial != serial {
+                return None;
+            }
+            (mr, mr_key, mr_need)
         }
     };
     if mr.pd_id() != pd {

@@ -693,8 +693,12 @@ fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut Afte
     if !st.conn.push(rec) {
         return false;
     }
-    st.conn.next = st.conn.count;
-    st.conn.off = 0;
+    if rec.failed == 0 {
+        st.conn.next = st.conn.count;
+        st.conn.off = 0;
+    }
+    // A failed one stays the record to send: nothing after it goes out, and it fails (the QP
+    // with it) once what was sent before it has completed, as a WQE that fails its checks.
     // Complete at once if it is the oldest.
     drain_answered(qp, st, after);
     true

@@ -525,6 +525,23 @@ int main(void)
     }
 
     #[test]
+    fn keys_released_with_a_changed_byte_skip_it() {
+        // An object whose key byte changed (REG_MR, a window bind: +1 each, as ib_inc_rkey)
+        // gives its index back with that byte: the next key of the index is none it had last.
+        let mut t = keys::KeyTable::new(vec![0u16; 2]);
+        let k = t.alloc().unwrap();
+        let rebound = (k & !0xff) | ((k + 1) & 0xff);
+        t.release(rebound);
+        assert!(!t.is_live(k) && !t.is_live(rebound));
+        let next = t.alloc().unwrap();
+        assert_eq!(next >> 8, k >> 8);
+        assert!(next != k && next != rebound, "{next:#x} reuses a recent key");
+        t.release(0x0000_0005); // index 0: never in use
+        t.release(next + 0x100); // an index past the table
+        assert!(t.is_live(next));
+    }
+
+    #[test]
     fn limits_fit_the_c_types() {
         for v in [
             limits::MAX_QP,
