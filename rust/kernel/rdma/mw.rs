@@ -37,17 +37,6 @@ pub enum MwType {
     Type2,
 }
 
-impl<T: Driver> Mw<T> {
-    /// The window's type.
-    pub fn mw_type(&self) -> MwType {
-        // SAFETY: ib_core sets the type before `alloc_mw` and never changes it.
-        match unsafe { (*self.as_raw()).type_ } {
-            bindings::ib_mw_type_IB_MW_TYPE_2 => MwType::Type2,
-            _ => MwType::Type1,
-        }
-    }
-}
-
 impl<T: Driver> Adapter<T> {
     /// # Safety
     ///

@@ -10,13 +10,13 @@ use crate::{
     bindings,
     error::{code::*, from_err_ptr, Result},
 };
-use core::{ptr::NonNull, sync::atomic::AtomicU64};
+use core::ptr::NonNull;
 
 /// A range of user memory, pinned (and charged to `RLIMIT_MEMLOCK` unless the process has
 /// `CAP_IPC_LOCK`) until dropped.
 ///
 /// Byte `i` of the range lives at `pages[(first_offset + i) / PAGE_SIZE]`; the kernel reads and
-/// writes it only through bounds-checked copies, because the owner may change it at any time.
+/// writes it only through [`Piece`]s, because the owner may change it at any time.
 ///
 /// # Invariants
 ///
@@ -86,90 +86,6 @@ impl Umem {
         self.len == 0
     }
 
-    /// Calls `f(kernel address, bytes)` for each page-contiguous piece of `[offset, offset+len)`.
-    fn pieces(
-        &self,
-        offset: usize,
-        len: usize,
-        mut f: impl FnMut(*mut u8, usize, usize),
-    ) -> Result {
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if end > self.len {
-            return Err(EINVAL);
-        }
-        let (mut pos, mut done) = (self.first_offset + offset, 0);
-        while done < len {
-            let (page, in_page) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
-            let n = (PAGE_SIZE - in_page).min(len - done);
-            // `page` is in bounds: `pos` < first_offset + self.len, which `pages` covers.
-            f((self.pages[page] + in_page) as *mut u8, done, n);
-            pos += n;
-            done += n;
-        }
-        Ok(())
-    }
-
-    /// Copies `dst.len()` bytes at `offset` of the range into `dst`.
-    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
-        let out = dst.as_mut_ptr();
-        self.pieces(offset, dst.len(), |va, at, n| {
-            // SAFETY: `va` points to `n` bytes of a pinned page; `at + n` <= dst.len().
-            unsafe { core::ptr::copy_nonoverlapping(va, out.add(at), n) }
-        })
-    }
-
-    /// Copies `src` to `offset` of the range.
-    pub fn write(&self, offset: usize, src: &[u8]) -> Result {
-        let input = src.as_ptr();
-        self.pieces(offset, src.len(), |va, at, n| {
-            // SAFETY: `va` points to `n` bytes of a pinned page; `at + n` <= src.len().
-            unsafe { core::ptr::copy_nonoverlapping(input.add(at), va, n) }
-        })
-    }
-}
-
-impl Umem {
-    /// Copies `len` bytes at `src_offset` of `src` to `offset` of this range (the two may be
-    /// the same range, and overlap).
-    pub fn copy_from(&self, offset: usize, src: &Umem, src_offset: usize, len: usize) -> Result {
-        let in_range = |u: &Umem, o: usize| o.checked_add(len).is_some_and(|end| end <= u.len);
-        if !in_range(self, offset) || !in_range(src, src_offset) {
-            return Err(EINVAL);
-        }
-        let mut done = 0;
-        while done < len {
-            let (d, s) = (self.first_offset + offset + done, src.first_offset + src_offset + done);
-            let n = (PAGE_SIZE - d % PAGE_SIZE)
-                .min(PAGE_SIZE - s % PAGE_SIZE)
-                .min(len - done);
-            // Both in bounds: checked above, and `pages` covers every byte of each range.
-            let to = (self.pages[d / PAGE_SIZE] + d % PAGE_SIZE) as *mut u8;
-            let from = (src.pages[s / PAGE_SIZE] + s % PAGE_SIZE) as *const u8;
-            // SAFETY: Both point to `n` bytes of pinned pages; `copy` allows overlap.
-            unsafe { core::ptr::copy(from, to, n) };
-            done += n;
-        }
-        Ok(())
-    }
-
-    /// The naturally aligned 8-byte word at `offset`, for atomic operations (RDMA atomics).
-    /// `EINVAL` if it is out of range or its address is not a multiple of 8.
-    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
-        let end = offset.checked_add(8).ok_or(EINVAL)?;
-        let pos = self.first_offset + offset;
-        if end > self.len || pos % 8 != 0 {
-            return Err(EINVAL);
-        }
-        // An aligned word never straddles a page.
-        let va = self.pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
-        // SAFETY: `va` is 8-aligned and inside a page pinned for as long as `self` lives. The
-        // owner's process may access the word too, as its memory; this side only does so
-        // atomically.
-        Ok(unsafe { AtomicU64::from_ptr(va as *mut u64) })
-    }
-}
-
-impl Umem {
     /// The piece of the range at `offset`: up to `max` bytes, never past the end of its page or
     /// of the range; `None` at or past the end.
     pub fn piece(&self, offset: usize, max: usize) -> Option<Piece<'_>> {
