@@ -1071,6 +1071,10 @@ AT(struct ferroce_send_wqe, imm_data, 24);
 AT(struct ferroce_send_wqe, wr.ud.ah_num, 32);
 AT(struct ferroce_send_wqe, wr.ud.remote_qpn, 36);
 AT(struct ferroce_send_wqe, wr.ud.remote_qkey, 40);
+/* The kernel reads an ATOMIC_WRITE's value here (abi::ATOMIC_WRITE_VALUE). */
+AT(struct ferroce_send_wqe, wr.atomic_write.remote_addr, 32);
+AT(struct ferroce_send_wqe, wr.atomic_write.rkey, 40);
+AT(struct ferroce_send_wqe, wr.atomic_write.value, 48);
 /* send_ops_ok: bit n of send_ops_flags is opcode n, up to SEND_WITH_INV. */
 static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 		      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM ==
@@ -1084,7 +1088,8 @@ static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 			      1 << IBV_WR_ATOMIC_FETCH_AND_ADD &&
 		      IBV_QP_EX_WITH_LOCAL_INV == 1 << IBV_WR_LOCAL_INV &&
 		      IBV_QP_EX_WITH_BIND_MW == 1 << IBV_WR_BIND_MW &&
-		      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV,
+		      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV &&
+		      IBV_QP_EX_WITH_ATOMIC_WRITE == 1 << 12,
 	      "IBV_QP_EX_WITH_* as in provider/ring (send_ops_ok)");
 
 /* The verbs values provider/ring checks work requests against. */
@@ -1093,7 +1098,7 @@ static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
 		      IBV_WR_RDMA_READ == 4 && IBV_WR_ATOMIC_CMP_AND_SWP == 5 &&
 		      IBV_WR_ATOMIC_FETCH_AND_ADD == 6 &&
 		      IBV_WR_LOCAL_INV == 7 && IBV_WR_BIND_MW == 8 &&
-		      IBV_WR_SEND_WITH_INV == 9,
+		      IBV_WR_SEND_WITH_INV == 9 && IBV_WR_ATOMIC_WRITE == 15,
 	      "enum ibv_wr_opcode as in provider/ring (mod opcode)");
 static_assert(IBV_QPT_RC == 2 && IBV_QPT_UC == 3 && IBV_QPT_UD == 4,
 	      "enum ibv_qp_type as in provider/ring (mod qp_type)");
@@ -1438,6 +1443,18 @@ static void ferroce_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 			  remote_addr, add, 0);
 }
 
+static void ferroce_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				   uint64_t remote_addr, const void *atomic_wr)
+{
+	struct ferroce_send_wqe w = { .opcode = IBV_WR_ATOMIC_WRITE };
+
+	/* The 8 bytes travel in the WQE, as they are in memory: no SGE. */
+	w.wr.atomic_write.remote_addr = remote_addr;
+	w.wr.atomic_write.rkey = rkey;
+	memcpy(w.wr.atomic_write.value, atomic_wr, sizeof(w.wr.atomic_write.value));
+	ferroce_wr_begin(ibqpx, &w);
+}
+
 static void ferroce_wr_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey,
 			       uint64_t addr, uint32_t length)
 {
@@ -1541,6 +1558,8 @@ static void set_qp_ex_ops(struct ibv_qp_ex *x, uint64_t ops)
 		x->wr_atomic_fetch_add = ferroce_wr_atomic_fetch_add;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		x->wr_local_inv = ferroce_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		x->wr_atomic_write = ferroce_wr_atomic_write;
 	if (ops & IBV_QP_EX_WITH_BIND_MW)
 		x->wr_bind_mw = ferroce_wr_bind_mw;
 	x->wr_set_sge = ferroce_wr_set_sge;

@@ -3,7 +3,8 @@
  * Data integrity over an RDMA device: two RC QPs connected to each other
  * move random messages both ways with every opcode (SEND, SEND with
  * immediate, RDMA WRITE with and without immediate, RDMA READ, compare and
- * swap, fetch and add, inline SEND and WRITE), random sizes (1 B to 1 MiB),
+ * swap, fetch and add, ATOMIC_WRITE through ibv_qp_ex, inline SEND and
+ * WRITE), random sizes (1 B to 1 MiB),
  * random offsets and random splits into SGEs on both sides.  Every byte of
  * every destination is checked, and so are the bytes around it (nothing
  * else may change).  Then the failures: writes and reads beyond an MR, with
@@ -166,11 +167,21 @@ static void connect_qp(struct side *s, struct side *peer, int rnr_retry,
 
 static void side_open(struct side *s)
 {
-	struct ibv_qp_init_attr init = {
+	/* ibv_qp_ex for ATOMIC_WRITE; every other opcode by ibv_post_send. */
+	struct ibv_qp_init_attr_ex init = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
 			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
 			 .max_inline_data = MAX_INLINE },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = s->dev->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+				  IBV_QP_EX_WITH_ATOMIC_WRITE,
 	};
 
 	s->scq = ibv_create_cq(s->dev->ctx, 64, NULL, NULL, 0);
@@ -178,7 +189,7 @@ static void side_open(struct side *s)
 	CHECK(s->scq && s->rcq, "create_cq on %s: %s", s->dev->name, strerror(errno));
 	init.send_cq = s->scq;
 	init.recv_cq = s->rcq;
-	s->qp = ibv_create_qp(s->dev->pd, &init);
+	s->qp = ibv_create_qp_ex(s->dev->ctx, &init);
 	CHECK(s->qp, "create_qp on %s: %s", s->dev->name, strerror(errno));
 	if (!s->buf) {
 		s->buf = aligned_alloc(4096, BUF_SIZE);
@@ -287,11 +298,31 @@ static uint32_t rand_size(void)
 	return len > max_msg ? 1 + rand_below(max_msg) : len;
 }
 
-enum op { SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FAA, NR_OPS };
+enum op { SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FAA, AWRITE, NR_OPS };
 static const char *const op_name[] = {
 	"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
-	"RDMA_READ", "CMP_AND_SWP", "FETCH_AND_ADD",
+	"RDMA_READ", "CMP_AND_SWP", "FETCH_AND_ADD", "ATOMIC_WRITE",
 };
+
+/*
+ * Posts wr on s's QP.  An ATOMIC_WRITE, which struct ibv_send_wr cannot
+ * carry, goes through ibv_qp_ex: its 8 bytes are at the first SGE's address.
+ */
+static int post(struct side *s, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_qp_ex *x;
+
+	if (wr->opcode != IBV_WR_ATOMIC_WRITE)
+		return ibv_post_send(s->qp, wr, &bad);
+	x = ibv_qp_to_qp_ex(s->qp);
+	ibv_wr_start(x);
+	x->wr_id = wr->wr_id;
+	x->wr_flags = wr->send_flags;
+	ibv_wr_atomic_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+			    (const void *)(uintptr_t)wr->sg_list[0].addr);
+	return ibv_wr_complete(x);
+}
 
 static void one(struct side *req, struct side *resp, enum op op, int iter)
 {
@@ -305,13 +336,13 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 	uint32_t imm = next_rand();
 	char what[256];
 
-	if (op == CAS || op == FAA)
+	if (op == CAS || op == FAA || op == AWRITE)
 		len = 8;
 	if ((op == SEND || op == WRITE) && len <= MAX_INLINE && rand_below(2))
 		inline_ = true;
 	src_off = rand_below(HALF - len);
 	dst_off = rand_below(HALF - len);
-	if (op == CAS || op == FAA)
+	if (op == CAS || op == FAA || op == AWRITE)
 		dst_off &= ~7u;
 	/* Offsets: of the source in its buffer, of the target in its half. */
 	snprintf(what, sizeof(what),
@@ -356,6 +387,16 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 			rwr.wr_id = 1000000 + iter;
 			recv = true;
 		}
+		break;
+	case AWRITE:
+		/* 8 bytes stored in one piece at an aligned target. */
+		wr.opcode = IBV_WR_ATOMIC_WRITE;
+		sge[0].addr = (uintptr_t)src_buf + src_off;
+		sge[0].length = 8;
+		sge[0].lkey = req->mr->lkey;
+		wr.num_sge = 1;
+		wr.wr.rdma.remote_addr = (uintptr_t)resp->buf + HALF + dst_off;
+		wr.wr.rdma.rkey = resp->mr->rkey;
 		break;
 	case READ:
 		wr.opcode = IBV_WR_RDMA_READ;
@@ -409,11 +450,13 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 			 ", received into %d SGEs", rwr.num_sge);
 	if (recv)
 		CHECK(ibv_post_recv(resp->qp, &rwr, &rbad) == 0, "%s: post_recv", what);
-	CHECK(ibv_post_send(req->qp, &wr, &bad) == 0, "%s: post_send", what);
+	CHECK(post(req, &wr) == 0, "%s: post_send", what);
 	wc = wait_wc(req->scq, what);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
 	      "%s: send status %s wr_id %llu", what, ibv_wc_status_str(wc.status),
 	      (unsigned long long)wc.wr_id);
+	CHECK(op != AWRITE || (wc.opcode == IBV_WC_ATOMIC_WRITE && wc.byte_len == 8),
+	      "%s: completion opcode %d byte_len %u", what, wc.opcode, wc.byte_len);
 	if (recv) {
 		wc = wait_wc(resp->rcq, what);
 		CHECK(wc.status == IBV_WC_SUCCESS, "%s: receive status %s", what,
@@ -462,7 +505,6 @@ static bool nak_status(enum ibv_wc_status got, enum ibv_wc_status want)
 static void refused(struct side *a, struct side *b, struct ibv_send_wr *wr,
 		    enum ibv_wc_status status, const char *what)
 {
-	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 	uint8_t *copy = malloc(BUF_SIZE);
 
@@ -470,7 +512,7 @@ static void refused(struct side *a, struct side *b, struct ibv_send_wr *wr,
 	set_phase("failures, requester %s QP %u, responder %s QP %u, %s",
 		  a->dev->name, a->qp->qp_num, b->dev->name, b->qp->qp_num, what);
 	memcpy(copy, b->buf, BUF_SIZE);
-	CHECK(ibv_post_send(a->qp, wr, &bad) == 0, "%s: post_send", what);
+	CHECK(post(a, wr) == 0, "%s: post_send", what);
 	wc = wait_wc(a->scq, what);
 	CHECK(nak_status(wc.status, status), "%s: status %s, expected %s", what,
 	      ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
@@ -515,7 +557,7 @@ static void failures(struct side *a, struct side *b)
 		uint32_t rkey, len;
 		enum ibv_wc_status status;
 		const char *what;
-	} cases[8];
+	} cases[10];
 	int n = 0;
 
 	CHECK(other, "out of memory");
@@ -539,6 +581,10 @@ static void failures(struct side *a, struct side *b)
 		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into an MR of another PD" };
 	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_READ, end - 8, b->mr->rkey, 64,
 		IBV_WC_REM_ACCESS_ERR, "RDMA READ across the end of the MR" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_ATOMIC_WRITE, end, b->mr->rkey, 8,
+		IBV_WC_REM_ACCESS_ERR, "ATOMIC_WRITE past the end of the MR" };
+	cases[n++] = (typeof(cases[0])){ IBV_WR_ATOMIC_WRITE, (uintptr_t)other, ro->rkey, 8,
+		IBV_WC_REM_ACCESS_ERR, "ATOMIC_WRITE into a read-only MR" };
 
 	for (int i = 0; i < n; i++) {
 		pair_open(a, b, 7);

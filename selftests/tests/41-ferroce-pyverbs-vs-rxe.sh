@@ -24,7 +24,6 @@ import re, sys
 
 # Tests rxe passes that ferroce does not yet, and why.
 KNOWN = {
-    "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write": "IBV_WR_ATOMIC_WRITE: not yet",
 }
 # Tests ferroce fails by design (rxe skips them), and why.
 DIFFERENT = {

@@ -158,6 +158,17 @@ struct ferroce_send_wqe {
 			__u32 rkey;
 			__u32 reserved;
 		} atomic;
+		/*
+		 * IBV_WR_ATOMIC_WRITE (RC, ibv_wr_atomic_write only): the 8
+		 * bytes of value, in memory order, stored at remote_addr
+		 * (8-byte aligned) in one piece.  The WQE has no SGEs.
+		 */
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+			__u8 value[8];
+		} atomic_write;
 		struct {
 			__u32 ah_num;
 			__u32 remote_qpn;

@@ -80,6 +80,8 @@ pub mod opcode {
     pub const LOCAL_INV: u32 = 7;
     pub const BIND_MW: u32 = 8;
     pub const SEND_WITH_INV: u32 = 9;
+    /// `ibv_wr_atomic_write` only: `struct ibv_send_wr` has no field for its 8 bytes.
+    pub const ATOMIC_WRITE: u32 = 15;
 }
 
 /// `enum ibv_qp_type`.
@@ -125,6 +127,7 @@ pub fn opcode_allowed(qp_type: u32, opcode: u32) -> bool {
                 | SEND_WITH_INV
                 | LOCAL_INV
                 | BIND_MW
+                | ATOMIC_WRITE
         ),
         _ => false,
     }
@@ -152,6 +155,11 @@ pub fn check_send_wr(caps: &WqCaps, header: &[u8; 64], sges: &[Sge]) -> Result<(
             .unwrap(),
     );
     let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if opcode == opcode::ATOMIC_WRITE {
+        // Its value has no place in `struct ibv_send_wr` (rdma-core offers it through
+        // `ibv_wr_atomic_write` only).
+        return Err(errno::EINVAL);
+    }
     check_send(caps, opcode, flags, remote_addr, sges.len(), length)
 }
 
@@ -170,6 +178,12 @@ pub fn check_send(
         return Err(errno::EINVAL);
     }
     if is_atomic(opcode) && (length < 8 || remote_addr & 7 != 0) {
+        return Err(errno::EINVAL);
+    }
+    // ATOMIC_WRITE carries its 8 bytes in the WQE: no SGEs, no inline data, an aligned target.
+    if opcode == opcode::ATOMIC_WRITE
+        && (num_sge != 0 || length != 0 || flags & layout::SEND_INLINE != 0 || remote_addr & 7 != 0)
+    {
         return Err(errno::EINVAL);
     }
     if flags & layout::SEND_INLINE != 0
@@ -1392,6 +1406,7 @@ mod tests {
                 SEND_WITH_INV,
                 LOCAL_INV,
                 BIND_MW,
+                ATOMIC_WRITE,
             ],
         );
         allowed(0, &[]);
@@ -1437,6 +1452,7 @@ mod tests {
                 vec![sge(4)],
             ),
             ("TSO", header(1, 10, 0, 0), vec![]),
+            ("ATOMIC_WRITE by ibv_post_send", header(1, ATOMIC_WRITE, 0, 0x1000), vec![]),
             ("unknown opcode", header(1, 99, 0, 0), vec![sge(1)]),
         ];
         for (what, header, sges) in refused {

@@ -388,14 +388,23 @@ pub unsafe extern "C" fn ferroce_sq_batch_complete(
     }
 }
 
-/// Whether a QP of `qp_type` can do every operation of `send_ops_flags`
-/// (`IBV_QP_EX_WITH_*`, bit n being `enum ibv_wr_opcode` n for the ten opcodes up to
-/// `IBV_WR_SEND_WITH_INV`): the opcodes [`opcode_allowed`] lets it post. TSO, FLUSH and
-/// ATOMIC_WRITE (bits 10 and up) are not implemented.
+/// The `enum ibv_wr_opcode` of bit `bit` of `send_ops_flags` (`IBV_QP_EX_WITH_*`): bit n is
+/// opcode n for the ten opcodes up to `IBV_WR_SEND_WITH_INV`, bit 12 is ATOMIC_WRITE; `None`
+/// for TSO (10), FLUSH (11) and unknown bits, which ferroce does not implement.
+fn send_op_of_bit(bit: u32) -> Option<u32> {
+    match bit {
+        0..=opcode::SEND_WITH_INV => Some(bit),
+        12 => Some(opcode::ATOMIC_WRITE),
+        _ => None,
+    }
+}
+
+/// Whether a QP of `qp_type` can do every operation of `send_ops_flags`: the opcodes
+/// [`opcode_allowed`] lets it post.
 pub fn send_ops_ok(qp_type: u32, send_ops_flags: u64) -> bool {
     (0..64)
         .filter(|bit| send_ops_flags & (1u64 << bit) != 0)
-        .all(|bit| bit <= opcode::SEND_WITH_INV && opcode_allowed(qp_type, bit))
+        .all(|bit| send_op_of_bit(bit).is_some_and(|op| opcode_allowed(qp_type, op)))
 }
 
 /// C entry point: 0, or `EOPNOTSUPP` if a QP of `qp_type` cannot do all of `send_ops_flags`.
@@ -530,6 +539,13 @@ mod tests {
                     length: 8,
                 };
                 unsafe { st.batch_inline(b, &[buf]) };
+            }),
+            ("unaligned ATOMIC_WRITE", |st, b| {
+                st.batch_begin(b, &header(9, opcode::ATOMIC_WRITE, 0, 0x1004));
+            }),
+            ("ATOMIC_WRITE with an SGE", |st, b| {
+                st.batch_begin(b, &header(9, opcode::ATOMIC_WRITE, 0, 0x1000));
+                st.batch_sges(b, &[sge(8)]);
             }),
             ("unaligned atomic", |st, b| {
                 st.batch_begin(b, &header(9, opcode::ATOMIC_FETCH_AND_ADD, 0, 0x1001));
@@ -675,7 +691,9 @@ mod tests {
         let all_rc = rc_ops.iter().fold(0, |m, &op| m | bit(op));
         assert!(send_ops_ok(qp_type::RC, all_rc));
         assert!(send_ops_ok(qp_type::RC, 0));
-        for refused in [10, 11, 12, 63] {
+        assert!(send_ops_ok(qp_type::RC, all_rc | bit(12)), "ATOMIC_WRITE on RC");
+        assert!(!send_ops_ok(qp_type::UC, bit(12)), "ATOMIC_WRITE on UC");
+        for refused in [10, 11, 13, 15, 63] {
             assert_eq!(
                 ferroce_send_ops_check(qp_type::RC, all_rc | bit(refused)),
                 errno::EOPNOTSUPP,

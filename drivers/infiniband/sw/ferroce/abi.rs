@@ -29,6 +29,8 @@ pub(crate) const CQ_NOTIFY_SOLICITED: u32 = 2;
 
 /// `sizeof(struct ferroce_send_wqe)`: the header before the SGEs or inline data.
 pub(crate) const SEND_WQE_HEADER: usize = 64;
+/// Where `wr.atomic_write.value` is in a send WQE's header.
+pub(crate) const ATOMIC_WRITE_VALUE: usize = 48;
 /// `sizeof(struct ferroce_recv_wqe)`: the header before the SGEs.
 pub(crate) const RECV_WQE_HEADER: usize = 16;
 /// `sizeof(struct ferroce_sge)`.
@@ -75,6 +77,7 @@ pub(crate) mod wc_opcode {
     pub(crate) const FETCH_ADD: u32 = 4;
     pub(crate) const BIND_MW: u32 = 5;
     pub(crate) const LOCAL_INV: u32 = 6;
+    pub(crate) const ATOMIC_WRITE: u32 = 9;
     /// A fast registration (kernel users only; `IB_WC_REG_MR`).
     pub(crate) const REG_MR: u32 = 10;
     pub(crate) const RECV: u32 = 128;
@@ -118,6 +121,8 @@ pub(crate) mod wr_opcode {
     pub(crate) const LOCAL_INV: u32 = 7;
     pub(crate) const BIND_MW: u32 = 8;
     pub(crate) const SEND_WITH_INV: u32 = 9;
+    /// `ibv_wr_atomic_write` (RC): 8 bytes from the WQE stored in one piece at the target.
+    pub(crate) const ATOMIC_WRITE: u32 = 15;
     /// Fast registration: kernel rings only (`IB_WR_REG_MR`); never valid from user space.
     pub(crate) const REG_MR: u32 = 0x20;
 }
@@ -133,6 +138,7 @@ pub(crate) fn wc_opcode_of(wr: u32) -> Option<u32> {
         w::ATOMIC_FETCH_AND_ADD => wc_opcode::FETCH_ADD,
         w::LOCAL_INV => wc_opcode::LOCAL_INV,
         w::BIND_MW => wc_opcode::BIND_MW,
+        w::ATOMIC_WRITE => wc_opcode::ATOMIC_WRITE,
         w::REG_MR => wc_opcode::REG_MR,
         _ => return None,
     })
@@ -273,6 +279,12 @@ pub(crate) enum WqeUnion {
         swap: u64,
         rkey: u32,
     },
+    /// `atomic_write`: `value` (memory order) for the aligned word at `remote_addr`.
+    AtomicWrite {
+        remote_addr: u64,
+        rkey: u32,
+        value: [u8; 8],
+    },
     Ud {
         ah_num: u32,
         remote_qpn: u32,
@@ -321,6 +333,15 @@ impl SendWqe {
                 put(40, &compare_add.to_ne_bytes());
                 put(48, &swap.to_ne_bytes());
                 put(56, &rkey.to_ne_bytes());
+            }
+            WqeUnion::AtomicWrite {
+                remote_addr,
+                rkey,
+                value,
+            } => {
+                put(32, &remote_addr.to_ne_bytes());
+                put(40, &rkey.to_ne_bytes());
+                put(ATOMIC_WRITE_VALUE, &value);
             }
             WqeUnion::Ud {
                 ah_num,
@@ -379,6 +400,15 @@ impl SendWqe {
                 compare_add: u64_at(40),
                 swap: u64_at(48),
                 rkey: u32_at(56),
+            },
+            o::ATOMIC_WRITE => WqeUnion::AtomicWrite {
+                remote_addr: u64_at(32),
+                rkey: u32_at(40),
+                value: {
+                    let mut v = [0u8; 8];
+                    v.copy_from_slice(&b[ATOMIC_WRITE_VALUE..ATOMIC_WRITE_VALUE + 8]);
+                    v
+                },
             },
             o::REG_MR => WqeUnion::Reg {
                 mr_key: u32_at(32),

@@ -172,7 +172,8 @@ impl rdma::Driver for Ferroce {
             device_cap_flags: device_cap::PORT_ACTIVE_EVENT
                 | device_cap::SYS_IMAGE_GUID
                 | device_cap::MEM_WINDOW
-                | device_cap::MEM_WINDOW_TYPE_2B,
+                | device_cap::MEM_WINDOW_TYPE_2B
+                | device_cap::ATOMIC_WRITE,
             allow_user_unregister: true,
             max_qp: limits::MAX_QP,
             max_qp_wr: limits::MAX_QP_WR,

@@ -35,6 +35,9 @@ pub(crate) mod op {
     pub(crate) const FETCH_ADD: u8 = 0x14;
     pub(crate) const SEND_LAST_WITH_INVALIDATE: u8 = 0x16;
     pub(crate) const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
+    /// RC only (IBTA 1.5 A19): an 8-byte payload stored in one piece; answered by an
+    /// RDMA READ response ONLY without payload.
+    pub(crate) const ATOMIC_WRITE: u8 = 0x1d;
 }
 
 /// Extended headers after the BTH, in wire order (bits of [`Layout::headers`]).
@@ -130,6 +133,7 @@ pub(crate) fn layout(opcode: u8) -> Option<Layout> {
             COMPARE_SWAP | FETCH_ADD => l(ATOMIC_ETH, false, true, true),
             SEND_LAST_WITH_INVALIDATE => l(IETH, true, false, true),
             SEND_ONLY_WITH_INVALIDATE => l(IETH, true, true, true),
+            ATOMIC_WRITE => l(RETH, true, true, true),
             _ => common,
         },
         UC => common,

@@ -406,7 +406,12 @@ fn run(
     let is_write = matches!(w.opcode, op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM);
     let is_atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
     let allowed = match req.qp_type {
-        QpType::Rc => is_send || is_write || is_atomic || w.opcode == op::RDMA_READ,
+        QpType::Rc => {
+            is_send
+                || is_write
+                || is_atomic
+                || matches!(w.opcode, op::RDMA_READ | op::ATOMIC_WRITE)
+        }
         QpType::Uc => is_send || is_write,
         QpType::Ud | QpType::Gsi => matches!(w.opcode, op::SEND | op::SEND_WITH_IMM),
     };
@@ -420,8 +425,16 @@ fn run(
         // An opcode this QP does not execute (or ferroce does not yet: BIND_MW).
         return fail(wc_status::LOC_QP_OP_ERR);
     }
-    // The message's source: inline bytes or an SGE list, within what the QP was granted.
-    let (sges, inline_bytes) = if inline {
+    // The message's source: inline bytes or an SGE list, within what the QP was granted
+    // (an ATOMIC_WRITE's 8 bytes are in the WQE's header).
+    let aw_value;
+    let (sges, inline_bytes) = if let WqeUnion::AtomicWrite { value, .. } = w.wr {
+        if w.num_sge != 0 {
+            return fail(wc_status::LOC_QP_OP_ERR);
+        }
+        aw_value = value;
+        (&body[..0], Some(&aw_value[..]))
+    } else if inline {
         let n = w.inline_len as usize;
         if w.inline_len > req.cap.max_inline_data || n > body.len() {
             return fail(wc_status::LOC_LEN_ERR);
@@ -482,7 +495,7 @@ fn run(
             if imm.is_some() {
                 // The rkey is checked before a receive WQE is taken for the immediate: a
                 // write the responder refuses consumes none.
-                admit_remote(req, &dest, access::REMOTE_WRITE)?;
+                admit_remote(req, &dest, access::REMOTE_WRITE, false)?;
                 if len > 0
                     && find_remote(&dest, rkey, remote_addr, len as usize, access::REMOTE_WRITE)
                         .is_none()
@@ -500,6 +513,7 @@ fn run(
             })
         }
         op::RDMA_READ => read(qp, req, &dest, w, sges, len),
+        op::ATOMIC_WRITE => atomic_write(req, &dest, w),
         _ => atomic(qp, req, &dest, w, sges, len),
     }
 }
@@ -643,12 +657,13 @@ fn deliver(
     }
 }
 
-/// Admits a READ or an atomic into `dest`: no receive WQE, only the state and the access.
-fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32) -> Result<(), Stop> {
+/// Admits a READ, an atomic or (`rd_atomic`: one that takes a READ/atomic resource) a write
+/// into `dest`: no receive WQE, only the state and the access.
+fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32, rd_atomic: bool) -> Result<(), Stop> {
     match qp::admit(dest, req.qpn, req.qp_type, need, None) {
         Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
-        Ok(r) if need != access::REMOTE_WRITE && r.max_dest_rd_atomic == 0 => {
+        Ok(r) if rd_atomic && r.max_dest_rd_atomic == 0 => {
             nak(req, dest, wc_status::REM_INV_REQ_ERR)
         }
         Ok(_) => Ok(()),
@@ -669,7 +684,7 @@ fn read(
     let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
         return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
     };
-    admit_remote(req, dest, access::REMOTE_READ)?;
+    admit_remote(req, dest, access::REMOTE_READ, true)?;
     let dev = dest.device();
     let remote = one_sge(remote_addr, len, rkey);
     let from = Walk::remote(dest, access::REMOTE_READ, &remote);
@@ -709,7 +724,7 @@ fn atomic(
     if len != 8 {
         return Err(Stop::Status(wc_status::LOC_LEN_ERR));
     }
-    admit_remote(req, dest, access::REMOTE_ATOMIC)?;
+    admit_remote(req, dest, access::REMOTE_ATOMIC, true)?;
     if remote_addr % 8 != 0 {
         return nak(req, dest, wc_status::REM_INV_REQ_ERR);
     }
@@ -732,6 +747,36 @@ fn atomic(
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
     place(&mut to, &mut Source::Bytes(&bytes), 8, false)
         .map_err(|_| Stop::Status(wc_status::LOC_PROT_ERR))
+}
+
+/// An ATOMIC_WRITE: the WQE's 8 bytes stored in one piece at an aligned word of the
+/// responder's memory, which must allow remote writes (IBTA A19.4); it takes a READ/atomic
+/// resource of the responder, as rxe's does.
+fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), Stop> {
+    let WqeUnion::AtomicWrite {
+        remote_addr,
+        rkey,
+        value,
+    } = w.wr
+    else {
+        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+    };
+    admit_remote(req, dest, access::REMOTE_WRITE, true)?;
+    if remote_addr % 8 != 0 {
+        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
+    }
+    let Some(range) = find_remote(dest, rkey, remote_addr, 8, access::REMOTE_WRITE) else {
+        return nak(req, dest, wc_status::REM_ACCESS_ERR);
+    };
+    let Some(word) = range.atomic_word() else {
+        // Aligned in the MR's iova space but not in memory.
+        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
+    };
+    word.store(u64::from_ne_bytes(value), Ordering::SeqCst);
+    let counters = &dest.device().data().counters;
+    counters.add(Stat::RcvdMsgs, 1);
+    counters.add(Stat::RcvdBytes, 8);
+    Ok(())
 }
 
 /// A UD send (or a datagram from QP1): one packet to the QP `remote_qpn` of the AH's

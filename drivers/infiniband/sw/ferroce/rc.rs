@@ -107,9 +107,23 @@ impl Rec {
     fn waits_response(&self) -> bool {
         matches!(
             self.op,
-            wop::RDMA_READ | wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD
+            wop::RDMA_READ | wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE
         )
     }
+
+    /// One packet, answered by one packet (an atomic, an ATOMIC_WRITE).
+    fn is_single(&self) -> bool {
+        is_single(self.op)
+    }
+}
+
+/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE): it
+/// is sent again whole.
+fn is_single(op: u32) -> bool {
+    matches!(op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE)
+}
+
+impl Rec {
 
     fn contains(&self, p: u32) -> bool {
         self.started
@@ -370,13 +384,20 @@ fn parse_message<'a>(st_cap: &kernel::rdma::QpCap, uc: bool, wqe: &'a [u8]) -> R
     let allowed = if uc {
         is_send || is_write
     } else {
-        is_send || is_write || is_atomic || w.opcode == wop::RDMA_READ
+        is_send || is_write || is_atomic || matches!(w.opcode, wop::RDMA_READ | wop::ATOMIC_WRITE)
     };
     let inline = w.send_flags & send_flags::INLINE != 0;
     if !allowed || (inline && !(is_send || is_write)) {
         return Err(wc_status::LOC_QP_OP_ERR);
     }
-    let (sges, inline_bytes) = if inline {
+    let (sges, inline_bytes) = if w.opcode == wop::ATOMIC_WRITE {
+        // Its 8 bytes are in the header (`wr.atomic_write.value`); it has no SGEs.
+        if w.num_sge != 0 {
+            return Err(wc_status::LOC_QP_OP_ERR);
+        }
+        let v = abi::ATOMIC_WRITE_VALUE;
+        (&body[..0], Some(&wqe[v..v + 8]))
+    } else if inline {
         let n = w.inline_len as usize;
         if w.inline_len > st_cap.max_inline_data || n > body.len() {
             return Err(wc_status::LOC_LEN_ERR);
@@ -443,7 +464,7 @@ fn plan_turn(rec: &Rec, off: u32, mtu: u32, budget: u32) -> Plan {
                 whole: end == rec.len,
             }
         }
-        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => Plan {
+        o if is_single(o) => Plan {
             pkts: 1,
             advance: 1,
             off: rec.len,
@@ -519,10 +540,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
                         data.init.sq_sig_all || m.w.send_flags & send_flags::SIGNALED != 0;
                     rec.len = m.len;
                     let mtu = mtu_of(st);
-                    rec.npkts = match m.w.opcode {
-                        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => 1,
-                        _ => m.len.div_ceil(mtu).max(1),
-                    };
+                    rec.npkts = if is_single(m.w.opcode) { 1 } else { m.len.div_ceil(mtu).max(1) };
                     let waiting = (0..st.conn.count)
                         .filter(|&i| st.conn.rec(i).waits_response())
                         .count() as u32;
@@ -778,6 +796,26 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32
             let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
             Ok(())
         }
+        wop::ATOMIC_WRITE => {
+            let (WqeUnion::AtomicWrite { remote_addr, rkey, .. }, Some(value)) = (m.w.wr, m.inline) else {
+                return Err(wc_status::LOC_QP_OP_ERR);
+            };
+            let h = Headers {
+                bth: bth(op::ATOMIC_WRITE, t.psn, true, false),
+                reth: Some(Reth {
+                    va: remote_addr,
+                    rkey,
+                    dma_len: 8,
+                }),
+                ..Headers::default()
+            };
+            let fill = |out: &mut [u8]| -> Result<(), Fault> {
+                out.copy_from_slice(value.get(..out.len()).ok_or(Fault::Source)?);
+                Ok(())
+            };
+            let _ = wire::transmit(dev, &netdev, &t.route, &h, value.len(), fill);
+            Ok(())
+        }
         _ => {
             let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
             let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
@@ -899,7 +937,7 @@ fn go_back(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32) {
     };
     let r = c.rec(i);
     let k = psn::diff(p, r.first_psn).max(0) as u32;
-    let off = if matches!(r.op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD) {
+    let off = if r.is_single() {
         0
     } else {
         k.saturating_mul(mtu).min(r.len)
@@ -1088,36 +1126,61 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
                 _ => {}
             }
         }
+        // An ATOMIC_WRITE is answered by an empty READ response (IBTA A19.4.3).
+        op::RDMA_READ_RESPONSE_ONLY if single_at(st, bpsn, wop::ATOMIC_WRITE).is_some() => {
+            if p.payload.is_empty() {
+                answer_single(qp, st, bpsn, None, after);
+            }
+        }
         op::RDMA_READ_RESPONSE_FIRST
         | op::RDMA_READ_RESPONSE_MIDDLE
         | op::RDMA_READ_RESPONSE_LAST
         | op::RDMA_READ_RESPONSE_ONLY => read_response(qp, st, p, after),
         op::ATOMIC_ACKNOWLEDGE => {
-            let Some(orig) = p.hdr.atomic_ack else { return };
-            let found = (0..st.conn.next).find(|&i| {
-                let r = st.conn.rec(i);
-                r.started && r.first_psn == bpsn && r.waits_response() && r.op != wop::RDMA_READ
-            });
-            let Some(i) = found else { return };
-            let mut r = st.conn.rec(i);
-            if !r.answered {
-                if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
-                    r.failed = wc_status::LOC_PROT_ERR;
-                }
-                r.done = r.len;
-                r.answered = true;
-                st.conn.set_rec(i, r);
+            if let Some(orig) = p.hdr.atomic_ack {
+                answer_single(qp, st, bpsn, Some(orig), after);
             }
-            st.conn.retries = st.attr.retry_cnt;
-            // What came before it is done, up to the first READ or atomic still waiting (an
-            // answer that overtook its own: no going back for it); then it completes in its
-            // turn, with the answered ones after it.
-            ack_upto(qp, st, bpsn, false, after);
-            drain_answered(qp, st, after);
-            progress(qp, st);
         }
         _ => {}
     }
+}
+
+/// The sent record whose one request has PSN `bpsn`, if it is a single-packet request
+/// answered by `opcode`'s kind of response (`ATOMIC_WRITE`, or any atomic).
+fn single_at(st: &QpShared, bpsn: u32, opcode: u32) -> Option<usize> {
+    (0..st.conn.next).find(|&i| {
+        let r = st.conn.rec(i);
+        let kind = match opcode {
+            wop::ATOMIC_WRITE => r.op == wop::ATOMIC_WRITE,
+            _ => matches!(r.op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD),
+        };
+        r.started && r.first_psn == bpsn && kind
+    })
+}
+
+/// The answer to the single-packet request `bpsn`: an atomic's original value (placed in its
+/// local buffer), or `None` for an ATOMIC_WRITE's acknowledgement.
+fn answer_single(qp: &Qp<Ferroce>, st: &mut QpShared, bpsn: u32, orig: Option<u64>, after: &mut After) {
+    let want = if orig.is_some() { wop::ATOMIC_FETCH_AND_ADD } else { wop::ATOMIC_WRITE };
+    let Some(i) = single_at(st, bpsn, want) else { return };
+    let mut r = st.conn.rec(i);
+    if !r.answered {
+        if let Some(orig) = orig {
+            if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
+                r.failed = wc_status::LOC_PROT_ERR;
+            }
+        }
+        r.done = r.len;
+        r.answered = true;
+        st.conn.set_rec(i, r);
+    }
+    st.conn.retries = st.attr.retry_cnt;
+    // What came before it is done, up to the first READ or atomic still waiting (an answer
+    // that overtook its own: no going back for it); then it completes in its turn, with the
+    // answered ones after it.
+    ack_upto(qp, st, bpsn, false, after);
+    drain_answered(qp, st, after);
+    progress(qp, st);
 }
 
 /// Writes `bytes` at offset `at` of the local SGEs of the `i`-th record's WQE.
@@ -1204,6 +1267,8 @@ enum Reply {
     /// `mid`: the response continues one cut short (its first packet is not a FIRST).
     Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, mid: bool },
     Atomic { psn: u32, orig: u64, msn: u32 },
+    /// An ATOMIC_WRITE done: an RDMA READ response ONLY without payload.
+    ReadAck { psn: u32, msn: u32 },
 }
 
 fn ack(psn: u32, msn: u32) -> Reply {
@@ -1232,6 +1297,7 @@ enum Kind {
     Write,
     Read,
     Atomic,
+    AtomicWrite,
     Other,
 }
 
@@ -1243,6 +1309,7 @@ fn kind_of(opc: u8) -> Kind {
         op::RDMA_WRITE_FIRST..=op::RDMA_WRITE_ONLY_WITH_IMMEDIATE => Kind::Write,
         op::RDMA_READ_REQUEST => Kind::Read,
         op::COMPARE_SWAP | op::FETCH_ADD => Kind::Atomic,
+        op::ATOMIC_WRITE => Kind::AtomicWrite,
         _ => Kind::Other,
     }
 }
@@ -1479,6 +1546,8 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                         orig: a.1,
                         msn,
                     }),
+                // Done once (a second store could overwrite a later write): acknowledged again.
+                Kind::AtomicWrite => Reply::ReadAck { psn: bpsn, msn },
                 _ if bth.ack_req || lay.last => ack(psn::add(st.conn.epsn, psn::MASK), msn),
                 _ => Reply::None,
             };
@@ -1504,7 +1573,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
     if (lay.first && !starts) || (!lay.first && !continues) || kind == Kind::Other
         || n > mtu
         || (!lay.last && n != mtu)
-        || (!rc && matches!(kind, Kind::Read | Kind::Atomic))
+        || (!rc && matches!(kind, Kind::Read | Kind::Atomic | Kind::AtomicWrite))
     {
         if !rc {
             st.conn.epsn = psn::add(bpsn, 1);
@@ -1670,6 +1739,38 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 msn: c.msn,
             };
         }
+        Kind::AtomicWrite => {
+            let Some(reth) = p.hdr.reth else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            // Exactly 8 bytes (IBTA oA19-28), to an aligned word the QP and the MR let remote
+            // peers write; it takes a READ/atomic resource.
+            let Ok(value) = <[u8; 8]>::try_from(p.payload) else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            if st.attr.qp_access_flags & access::REMOTE_WRITE == 0
+                || st.attr.max_dest_rd_atomic == 0
+                || reth.dma_len != 8
+                || bth.pad != 0
+                || reth.va % 8 != 0
+            {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            }
+            let Some(range) = placement::find_remote(qp, reth.rkey, reth.va, 8, access::REMOTE_WRITE) else {
+                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
+            };
+            let Some(word) = range.atomic_word() else {
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+            };
+            word.store(u64::from_ne_bytes(value), Ordering::SeqCst);
+            drop(range);
+            let c = &mut st.conn;
+            c.epsn = psn::add(bpsn, 1);
+            c.msn = psn::add(c.msn, 1);
+            counters.add(Stat::RcvdMsgs, 1);
+            counters.add(Stat::RcvdBytes, 8);
+            return Reply::ReadAck { psn: bpsn, msn: c.msn };
+        }
         Kind::Other => return Reply::None,
     }
     st.conn.epsn = psn::add(bpsn, 1);
@@ -1721,6 +1822,17 @@ fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
                     msn,
                 }),
                 atomic_ack: Some(orig),
+                ..Headers::default()
+            };
+            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
+        }
+        Reply::ReadAck { psn, msn } => {
+            let h = Headers {
+                bth: bth(op::RDMA_READ_RESPONSE_ONLY, psn),
+                aeth: Some(Aeth {
+                    syndrome: ack_syndrome,
+                    msn,
+                }),
                 ..Headers::default()
             };
             let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));

@@ -304,6 +304,21 @@ int main(void)
         assert_eq!(&b[32..40], &0x1000u64.to_ne_bytes());
         assert_eq!(&b[48..56], &4u64.to_ne_bytes());
         assert_eq!(&b[56..60], &0x99u32.to_ne_bytes());
+        // atomic_write: remote_addr, rkey, reserved, then the value's bytes as they are.
+        let aw = abi::SendWqe {
+            opcode: abi::wr_opcode::ATOMIC_WRITE,
+            wr: abi::WqeUnion::AtomicWrite {
+                remote_addr: 0x2000,
+                rkey: 0x77,
+                value: [1, 2, 3, 4, 5, 6, 7, 8],
+            },
+            ..abi::SendWqe::default()
+        }
+        .to_bytes();
+        assert_eq!(&aw[8..12], &15u32.to_ne_bytes());
+        assert_eq!(&aw[32..40], &0x2000u64.to_ne_bytes());
+        assert_eq!(&aw[40..44], &0x77u32.to_ne_bytes());
+        assert_eq!(&aw[48..56], &[1, 2, 3, 4, 5, 6, 7, 8]);
         let ud = abi::SendWqe {
             wr: abi::WqeUnion::Ud {
                 ah_num: 3,
@@ -349,6 +364,14 @@ int main(void)
             with(o::RDMA_READ, rdma),
             with(o::ATOMIC_CMP_AND_SWP, atomic),
             with(o::ATOMIC_FETCH_AND_ADD, atomic),
+            with(
+                o::ATOMIC_WRITE,
+                WqeUnion::AtomicWrite {
+                    remote_addr: 0x10_0008,
+                    rkey: 0x1234,
+                    value: *b"ferroce!",
+                },
+            ),
         ] {
             assert_eq!(SendWqe::from_bytes(&w.to_bytes()), w);
         }
@@ -433,6 +456,7 @@ int main(void)
             (w::ATOMIC_FETCH_AND_ADD, c::FETCH_ADD),
             (w::LOCAL_INV, c::LOCAL_INV),
             (w::BIND_MW, c::BIND_MW),
+            (w::ATOMIC_WRITE, c::ATOMIC_WRITE),
             (w::REG_MR, c::REG_MR),
         ] {
             assert_eq!(abi::wc_opcode_of(wr), Some(wc), "wr opcode {wr}");
@@ -590,6 +614,8 @@ int main(void)
         assert_eq!(bytes(RC | op::COMPARE_SWAP), Some(40));
         assert_eq!(bytes(UD | op::SEND_ONLY_WITH_IMMEDIATE), Some(24));
         assert_eq!(bytes(RC | op::SEND_ONLY_WITH_INVALIDATE), Some(16));
+        let aw = layout(RC | op::ATOMIC_WRITE).unwrap();
+        assert!(aw.payload && aw.first && aw.last && aw.headers == hdr::RETH);
         let l = layout(RC | op::RDMA_READ_RESPONSE_MIDDLE).unwrap();
         assert!(l.payload && !l.first && !l.last && l.headers == 0);
         assert_eq!(layout(RC | op::ACKNOWLEDGE).unwrap().headers, hdr::AETH);
@@ -601,6 +627,7 @@ int main(void)
             UD | op::SEND_FIRST,
             UC | op::RDMA_READ_REQUEST,
             UC | op::COMPARE_SWAP,
+            UC | op::ATOMIC_WRITE,
             0x40,
             0x80,
             0xe0,

@@ -248,8 +248,9 @@ fn routes() -> [Route; 2] {
 #[test]
 fn every_opcode_round_trips() {
     let ops = opcodes();
-    // RC: 12 SEND/WRITE, READ request, 4 READ responses, 2 ACKs, 2 atomics, 2 with invalidate.
-    assert_eq!(ops.len(), 23 + 12 + 2);
+    // RC: 12 SEND/WRITE, READ request, 4 READ responses, 2 ACKs, 2 atomics, 2 with invalidate,
+    // ATOMIC_WRITE.
+    assert_eq!(ops.len(), 24 + 12 + 2);
     let big: Vec<u8> = (0..4096 + 8u32).map(|i| (i * 7 + 3) as u8).collect();
     let mut n = 0u32;
     for route in routes() {
