@@ -762,14 +762,11 @@ fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), 
         return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
     };
     admit_remote(req, dest, access::REMOTE_WRITE, true)?;
-    if remote_addr % 8 != 0 {
-        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
-    }
     let Some(range) = find_remote(dest, rkey, remote_addr, 8, access::REMOTE_WRITE) else {
         return nak(req, dest, wc_status::REM_ACCESS_ERR);
     };
     let Some(word) = range.atomic_word() else {
-        // Aligned in the MR's iova space but not in memory.
+        // Not aligned in memory (the check rxe makes).
         return nak(req, dest, wc_status::REM_INV_REQ_ERR);
     };
     word.store(u64::from_ne_bytes(value), Ordering::SeqCst);

@@ -5,7 +5,7 @@
 //!
 //! Requester: the send queue's executor (`run`, in the doorbell system call, or in softirq when
 //! an acknowledgement opens the window) turns WQEs into packets, up to [`WINDOW`] packets in
-//! flight, with PSNs from the QP's `sq_psn` on. A WQE stays in the ring until it completes; a
+//! flight (fewer for a while after a timeout, [`MIN_WINDOW`]), with PSNs from the QP's `sq_psn` on. A WQE stays in the ring until it completes; a
 //! record per started WQE (`Rec`) keeps what the completer needs. RC asks for an
 //! acknowledgement at the end of each message and every [`ACK_EVERY`] packets.
 //!
@@ -50,6 +50,15 @@ use crate::{
 
 /// Packets a requester has in flight at most.
 const WINDOW: u32 = 256;
+/// The least a requester's window shrinks to: after an acknowledgement timeout it is a quarter
+/// of what it was, at least this; each PSN acknowledged then opens it by one again, up to
+/// [`WINDOW`]. A slow responder (rxe on a loaded host) that fell behind a full window is not
+/// flooded again with all of it at each timeout, which kept it behind for good.
+const MIN_WINDOW: u32 = 8;
+/// Consecutive acknowledgement timeouts double the timer up to this many times: a responder
+/// slower than the QP's `timeout` gets up to four times as long (the most IBTA lets the
+/// transport timer run) before its retries run out.
+const MAX_BACKOFF: u32 = 2;
 /// Packets one turn of the executor sends before it looks at the QP again.
 const BURST: u32 = 32;
 /// An RC requester asks for an acknowledgement at least every this many packets.
@@ -115,15 +124,6 @@ impl Rec {
     fn is_single(&self) -> bool {
         is_single(self.op)
     }
-}
-
-/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE): it
-/// is sent again whole.
-fn is_single(op: u32) -> bool {
-    matches!(op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE)
-}
-
-impl Rec {
 
     fn contains(&self, p: u32) -> bool {
         self.started
@@ -131,6 +131,12 @@ impl Rec {
             && psn::diff(p, self.first_psn) >= 0
             && psn::diff(p, self.last_psn()) <= 0
     }
+}
+
+/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE): it
+/// is sent again whole.
+fn is_single(op: u32) -> bool {
+    matches!(op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE)
 }
 
 /// What the QP's timer is set for.
@@ -185,6 +191,12 @@ pub(crate) struct Conn {
     rnr_retries: u8,
     timer: TimerUse,
     una_at_arm: u32,
+    /// Packets the requester may have in flight now (see [`MIN_WINDOW`]).
+    cwnd: u32,
+    /// `una` when the window last grew.
+    una_seen: u32,
+    /// Acknowledgement timeouts in a row (see [`MAX_BACKOFF`]).
+    backoff: u32,
     /// Waiting out an RNR NAK.
     rnr_hold: bool,
     // Responder.
@@ -227,6 +239,9 @@ impl Conn {
             rnr_retries: 0,
             timer: TimerUse::Idle,
             una_at_arm: 0,
+            cwnd: WINDOW,
+            una_seen: 0,
+            backoff: 0,
             rnr_hold: false,
             epsn: 0,
             msn: 0,
@@ -282,11 +297,13 @@ impl Conn {
         self.next = 0;
         self.off = 0;
         self.una = self.psn;
+        self.una_seen = self.psn;
         self.max_psn = self.psn;
         self.resent_from = None;
         self.gen = self.gen.wrapping_add(1);
         self.rnr_hold = false;
         self.timer = TimerUse::Idle;
+        self.backoff = 0;
     }
 
     /// Back to RESET: everything goes.
@@ -308,6 +325,7 @@ impl Conn {
     pub(crate) fn set_sq_psn(&mut self, p: u32) {
         self.psn = p & psn::MASK;
         self.una = self.psn;
+        self.una_seen = self.psn;
         self.max_psn = self.psn;
     }
 
@@ -334,6 +352,23 @@ impl Conn {
 
     fn outstanding(&self) -> u32 {
         psn::diff(self.psn, self.una).max(0) as u32
+    }
+
+    /// Packets the requester may send now: its window, opened by what was acknowledged since
+    /// it last looked, less what is in flight.
+    fn room(&mut self) -> u32 {
+        let acked = psn::diff(self.una, self.una_seen);
+        if acked > 0 {
+            self.cwnd = self.cwnd.saturating_add(acked as u32).min(WINDOW);
+        }
+        self.una_seen = self.una;
+        self.cwnd.saturating_sub(self.outstanding())
+    }
+
+    /// An acknowledgement timeout: the window shrinks (see [`MIN_WINDOW`]).
+    fn shrink(&mut self) {
+        self.cwnd = (self.cwnd / 4).max(MIN_WINDOW);
+        self.una_seen = self.una;
     }
 }
 
@@ -617,7 +652,20 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
             st.sending = false;
             return;
         }
-        let plan = plan_turn(&rec, st.conn.off, mtu, BURST.min(WINDOW - st.conn.outstanding()));
+        // The window after a timeout holds back what the requester sends itself: WRITE and
+        // SEND data, atomics. A READ's responses are the responder's to pace (and its
+        // credits, `max_rd_atomic`, bound them).
+        let room = if rec.op == wop::RDMA_READ {
+            WINDOW.saturating_sub(st.conn.outstanding())
+        } else {
+            st.conn.room()
+        };
+        if room == 0 {
+            // Resumed by the acknowledgement that opens the window.
+            st.sending = false;
+            return;
+        }
+        let plan = plan_turn(&rec, st.conn.off, mtu, BURST.min(room));
         let turn = Turn {
             route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
             dest_qpn: st.attr.dest_qp_num,
@@ -726,6 +774,7 @@ fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
     if let Some(ns) = transport::ack_timeout_ns(st.attr.timeout) {
         st.conn.timer = TimerUse::Ack;
         st.conn.una_at_arm = st.conn.una;
+        let ns = ns << st.conn.backoff.min(MAX_BACKOFF);
         qp.arm_timer((ns / 1000).min(u64::from(u32::MAX)) as u32);
     }
 }
@@ -1128,7 +1177,11 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
         }
         // An ATOMIC_WRITE is answered by an empty READ response (IBTA A19.4.3).
         op::RDMA_READ_RESPONSE_ONLY if single_at(st, bpsn, wop::ATOMIC_WRITE).is_some() => {
-            if p.payload.is_empty() {
+            let acked = p
+                .hdr
+                .aeth
+                .is_some_and(|a| matches!(Syndrome::from_byte(a.syndrome), Some(Syndrome::Ack { .. })));
+            if acked && p.payload.is_empty() {
                 answer_single(qp, st, bpsn, None, after);
             }
         }
@@ -1752,13 +1805,13 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 || st.attr.max_dest_rd_atomic == 0
                 || reth.dma_len != 8
                 || bth.pad != 0
-                || reth.va % 8 != 0
             {
                 return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             }
             let Some(range) = placement::find_remote(qp, reth.rkey, reth.va, 8, access::REMOTE_WRITE) else {
                 return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
             };
+            // Aligned in memory (as rxe checks the page offset; the iova may differ mod 8).
             let Some(word) = range.atomic_word() else {
                 return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
             };
@@ -1984,6 +2037,7 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
             if st.conn.outstanding() == 0 && st.conn.count == 0 {
                 st.conn.timer = TimerUse::Idle;
             } else if st.conn.una != st.conn.una_at_arm {
+                st.conn.backoff = 0;
                 arm_ack_timer(qp, st);
             } else if st.attr.qp_state == QpState::Rts || st.attr.qp_state == QpState::Sqd {
                 qp.device().data().counters.add(Stat::Timeouts, 1);
@@ -1992,6 +2046,8 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
                     fail_front(qp, st, wc_status::RETRY_EXC_ERR, &mut after);
                 } else {
                     st.conn.retries -= 1;
+                    st.conn.backoff = (st.conn.backoff + 1).min(MAX_BACKOFF);
+                    st.conn.shrink();
                     let una = st.conn.una;
                     go_back(qp, st, una);
                     arm_ack_timer(qp, st);
