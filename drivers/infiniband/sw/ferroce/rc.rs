@@ -5,7 +5,8 @@
 //!
 //! Requester: the send queue's executor (`run`, in the doorbell system call, or in softirq when
 //! an acknowledgement opens the window) turns WQEs into packets, up to [`WINDOW`] packets in
-//! flight (fewer for a while after a timeout, [`MIN_WINDOW`]), with PSNs from the QP's `sq_psn` on. A WQE stays in the ring until it completes; a
+//! flight (fewer for a while after a timeout, [`MIN_WINDOW`]), with PSNs from the QP's `sq_psn`
+//! on. A WQE stays in the ring until it completes; a
 //! record per started WQE (`Rec`) keeps what the completer needs. RC asks for an
 //! acknowledgement at the end of each message and every [`ACK_EVERY`] packets.
 //!
@@ -1176,7 +1177,7 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
             }
         }
         // An ATOMIC_WRITE is answered by an empty READ response (IBTA A19.4.3).
-        op::RDMA_READ_RESPONSE_ONLY if single_at(st, bpsn, wop::ATOMIC_WRITE).is_some() => {
+        op::RDMA_READ_RESPONSE_ONLY if single_at(st, bpsn, true).is_some() => {
             let acked = p
                 .hdr
                 .aeth
@@ -1198,24 +1199,19 @@ fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut 
     }
 }
 
-/// The sent record whose one request has PSN `bpsn`, if it is a single-packet request
-/// answered by `opcode`'s kind of response (`ATOMIC_WRITE`, or any atomic).
-fn single_at(st: &QpShared, bpsn: u32, opcode: u32) -> Option<usize> {
+/// The sent record whose one request has PSN `bpsn`: an ATOMIC_WRITE if `atomic_write`, an
+/// atomic otherwise (each kind has its own response).
+fn single_at(st: &QpShared, bpsn: u32, atomic_write: bool) -> Option<usize> {
     (0..st.conn.next).find(|&i| {
         let r = st.conn.rec(i);
-        let kind = match opcode {
-            wop::ATOMIC_WRITE => r.op == wop::ATOMIC_WRITE,
-            _ => matches!(r.op, wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD),
-        };
-        r.started && r.first_psn == bpsn && kind
+        r.started && r.first_psn == bpsn && r.is_single() && (r.op == wop::ATOMIC_WRITE) == atomic_write
     })
 }
 
 /// The answer to the single-packet request `bpsn`: an atomic's original value (placed in its
 /// local buffer), or `None` for an ATOMIC_WRITE's acknowledgement.
 fn answer_single(qp: &Qp<Ferroce>, st: &mut QpShared, bpsn: u32, orig: Option<u64>, after: &mut After) {
-    let want = if orig.is_some() { wop::ATOMIC_FETCH_AND_ADD } else { wop::ATOMIC_WRITE };
-    let Some(i) = single_at(st, bpsn, want) else { return };
+    let Some(i) = single_at(st, bpsn, orig.is_none()) else { return };
     let mut r = st.conn.rec(i);
     if !r.answered {
         if let Some(orig) = orig {
