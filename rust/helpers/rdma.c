@@ -128,6 +128,7 @@ void rust_helper_rdma_qp_work_queue(struct work_struct *w)
 #include <net/ip6_route.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
+#include <rdma/roce_udp.h>
 
 /* kernel::rdma::timer: a QP's timer (one lockdep class for all of them). */
 void rust_helper_rdma_qp_timer_setup(struct timer_list *t, void (*fn)(struct timer_list *))
@@ -148,59 +149,37 @@ void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
 }
 
 /*
- * kernel::rdma::wire: a UDP tunnel socket on @port of @ndev (bound to it, in
- * its namespace), whose datagrams go to @rcv in softirq.
+ * kernel::rdma::wire: an endpoint at the shared RoCEv2 port of @ndev's
+ * namespace, for the device @name, receiving @ndev's packets in @rcv.
  */
-struct socket *rust_helper_rdma_wire_open(struct net_device *ndev, bool ipv6, __be16 port,
-					  int (*rcv)(struct sock *, struct sk_buff *))
+struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, const char *name,
+						     roce_udp_rcv_t rcv)
 {
-	struct udp_port_cfg cfg = {};
-	struct udp_tunnel_sock_cfg tnl = {};
-	struct socket *sock;
+	struct roce_udp_endpoint *ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	int err;
 
-	if (ipv6) {
-		if (!IS_ENABLED(CONFIG_IPV6))
-			return ERR_PTR(-EAFNOSUPPORT);
-		cfg.family = AF_INET6;
-		cfg.ipv6_v6only = 1;
-	} else {
-		cfg.family = AF_INET;
-	}
-	cfg.local_udp_port = port;
-	cfg.bind_ifindex = ndev->ifindex;
-	err = udp_sock_create(dev_net(ndev), &cfg, &sock);
-	if (err < 0)
+	if (!ep)
+		return ERR_PTR(-ENOMEM);
+	err = roce_udp_add(ep, ndev, name, rcv);
+	if (err) {
+		kfree(ep);
 		return ERR_PTR(err);
-	tnl.encap_type = 1;
-	tnl.encap_rcv = rcv;
-	setup_udp_tunnel_sock(dev_net(ndev), sock, &tnl);
-	return sock;
+	}
+	return ep;
 }
 
-/*
- * Closes the sockets of rust_helper_rdma_wire_open (@v6 may be NULL); no
- * callback runs afterwards. The callback does not use sk_user_data, so one
- * grace period after both are unhashed covers the receivers that found them.
- */
-void rust_helper_rdma_wire_close(struct socket *v4, struct socket *v6)
+/* Removes and frees an endpoint of rust_helper_rdma_wire_open; no callback runs afterwards. */
+void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
 {
-	kernel_sock_shutdown(v4, SHUT_RDWR);
-	sock_release(v4);
-	if (v6) {
-		kernel_sock_shutdown(v6, SHUT_RDWR);
-		sock_release(v6);
-	}
-	synchronize_net();
+	roce_udp_del(ep);
+	kfree(ep);
 }
 
 /* A received packet, linear, from its network header to its end. */
-int rust_helper_rdma_wire_rx(struct sk_buff *skb, struct net_device **ndev, const u8 **data,
-			     u32 *len)
+int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len)
 {
 	if (skb_linearize(skb))
 		return -ENOMEM;
-	*ndev = skb->dev;
 	*data = skb_network_header(skb);
 	*len = skb_tail_pointer(skb) - skb_network_header(skb);
 	return 0;

@@ -3,12 +3,15 @@
 //! The wire under a software RoCE device: UDP tunnel sockets that receive its packets, and
 //! transmission of the IP packets it builds.
 //!
-//! A software RoCEv2 device receives UDP datagrams to port 4791 on its netdev. [`Tunnel`]
-//! opens UDP tunnel sockets (IPv4 and, where the kernel has it, IPv6) bound to that netdev in
-//! the netdev's own network namespace, so devices work in any namespace and several devices on
-//! different netdevs coexist. Their `encap_rcv` callback runs in softirq context: it finds the
-//! registered device of the netdev and hands the packet, from its IP header to its end, to the
-//! driver's [`Driver::receive`]; the packet is freed when that returns.
+//! A software RoCEv2 device receives UDP datagrams to port 4791 on its netdev. Only one socket
+//! of a namespace can hold that port, so devices do not open their own: [`Tunnel`] registers the
+//! netdev with the namespace's RoCEv2 port that every software RoCE driver shares
+//! (`ib_roce_udp`, also used by rdma_rxe), which opens the namespace's sockets with its first
+//! device and closes them with its last. Several devices, of this driver or another, coexist on
+//! different netdevs of one namespace. The port's receive callback runs in softirq context: it
+//! finds the registered device of the netdev and hands the packet, from its IP header to its end,
+//! to the driver's [`Driver::receive`]; the packet is freed when that returns. A packet looped
+//! back inside the host (to another device's address) arrives as though on that device's netdev.
 //!
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
 //! included), writes every byte of it, and calls [`TxPacket::send`], which routes by the
@@ -17,11 +20,10 @@
 //! enables bottom halves again; such a call fails with `EINVAL` and a warning); no lock of
 //! this layer is held.
 //!
-//! The sockets must be closed before the netdev's namespace can go away (kernel sockets do not
-//! hold it): the driver closes them when its netdev unregisters, or drops the tunnel with the
-//! device. Closing waits for callbacks in flight.
+//! The port leaves the netdev when the netdev unregisters (the namespace may go after that); the
+//! driver drops the tunnel then, or with the device. Dropping waits for callbacks in flight.
 //!
-//! C headers: [`include/net/udp_tunnel.h`](srctree/include/net/udp_tunnel.h),
+//! C headers: [`include/rdma/roce_udp.h`](srctree/include/rdma/roce_udp.h),
 //! [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h)
 
 use super::{device::Device, driver::Driver};
@@ -29,64 +31,47 @@ use crate::{
     bindings,
     error::{code::*, from_err_ptr, to_result, Result},
     net::netdev::NetDevice,
+    str::CStr,
 };
 use core::ptr::NonNull;
 
-/// The UDP port of RoCEv2.
-pub const ROCE_V2_PORT: u16 = 4791;
-
-/// UDP tunnel sockets bound to one netdev, delivering to `T::receive`; closed on drop.
+/// A netdev's place at its namespace's RoCEv2 port, delivering its packets to `T::receive`;
+/// left on drop.
 ///
 /// # Invariants
 ///
-/// `v4` (and `v6` if not null) are open UDP tunnel sockets whose `encap_rcv` is
-/// `encap_rcv::<T>` for the `T` this was opened for.
+/// `ep` is an endpoint added by `rdma_wire_open` whose callback is `receive::<T>` for the `T`
+/// this was opened for, owned by this.
 pub struct Tunnel {
-    v4: NonNull<bindings::socket>,
-    v6: *mut bindings::socket,
+    ep: NonNull<bindings::roce_udp_endpoint>,
 }
 
-// SAFETY: The sockets are kernel objects used only through thread-safe kernel calls.
+// SAFETY: The endpoint is used only through thread-safe kernel calls.
 unsafe impl Send for Tunnel {}
-// SAFETY: `Tunnel` has no `&self` methods that touch the sockets.
+// SAFETY: `Tunnel` has no `&self` methods that touch the endpoint.
 unsafe impl Sync for Tunnel {}
 
 impl Tunnel {
-    /// Opens the sockets on UDP `port` of `netdev`, in its namespace, for the devices of `T`.
-    /// IPv6 is left out if the kernel has none (`EAFNOSUPPORT`); any other failure of either
-    /// fails the whole (`EADDRINUSE`: another socket has the port). Sleeps.
-    pub fn open<T: Driver>(netdev: &NetDevice, port: u16) -> Result<Self> {
-        let open = |ipv6: bool| {
-            // SAFETY: `netdev` is valid; the callback matches the socket's `encap_rcv`.
-            from_err_ptr(unsafe {
-                bindings::rdma_wire_open(
-                    netdev.as_raw(),
-                    ipv6,
-                    port.to_be(),
-                    Some(encap_rcv::<T>),
-                )
-            })
-        };
-        let v4 = NonNull::new(open(false)?).ok_or(ENOMEM)?;
-        let v6 = match open(true) {
-            Ok(v6) => v6,
-            Err(e) if e.to_errno() == -(bindings::EAFNOSUPPORT as i32) => core::ptr::null_mut(),
-            Err(e) => {
-                // SAFETY: Opened above, closed once.
-                unsafe { bindings::rdma_wire_close(v4.as_ptr(), core::ptr::null_mut()) };
-                return Err(e);
-            }
-        };
-        // INVARIANT: Both were opened above with `encap_rcv::<T>`.
-        Ok(Tunnel { v4, v6 })
+    /// Receives the RoCEv2 packets of `netdev` for the device `name` of `T` (named in messages),
+    /// opening the port of the netdev's namespace if no device there has yet. `EBUSY`: a device
+    /// (of any driver) serves `netdev` already; `EADDRINUSE`: a socket that is no RoCE device's
+    /// holds the port; `ENODEV`: `netdev` is unregistering. Sleeps.
+    pub fn open<T: Driver>(netdev: &NetDevice, name: &CStr) -> Result<Self> {
+        // SAFETY: `netdev` is valid, `name` a C string; the callback matches the endpoint's.
+        let ep = from_err_ptr(unsafe {
+            bindings::rdma_wire_open(netdev.as_raw(), name.as_char_ptr(), Some(receive::<T>))
+        })?;
+        let ep = NonNull::new(ep).ok_or(ENOMEM)?;
+        // INVARIANT: Added above with `receive::<T>`.
+        Ok(Tunnel { ep })
     }
 }
 
 impl Drop for Tunnel {
     fn drop(&mut self) {
-        // SAFETY: Open sockets (type invariant), closed once here. Closing waits for the
+        // SAFETY: Ours (type invariant), removed and freed once here. Removal waits for the
         // callbacks in flight, so the driver's code outlives them.
-        unsafe { bindings::rdma_wire_close(self.v4.as_ptr(), self.v6) };
+        unsafe { bindings::rdma_wire_close(self.ep.as_ptr()) };
     }
 }
 
@@ -117,26 +102,26 @@ impl RxPacket<'_> {
     }
 }
 
-/// The sockets' `encap_rcv`: softirq context. Always consumes the packet.
+/// The endpoint's receive callback: softirq context, under RCU. Always consumes the packet.
 ///
 /// # Safety
 ///
-/// Called by the UDP stack with a valid socket and packet it hands over.
-unsafe extern "C" fn encap_rcv<T: Driver>(
-    _sk: *mut bindings::sock,
+/// Called by the namespace's RoCEv2 port with an endpoint added by [`Tunnel::open`] and a
+/// packet it hands over.
+unsafe extern "C" fn receive<T: Driver>(
+    ep: *mut bindings::roce_udp_endpoint,
     skb: *mut bindings::sk_buff,
-) -> crate::ffi::c_int {
-    let mut ndev = core::ptr::null_mut();
+) {
     let mut data = core::ptr::null();
     let mut len = 0u32;
     // SAFETY: `skb` is ours; the out-pointers are valid. On success `data` and `len` describe
-    // the linear packet from its network header on, and `ndev` is its (held) device.
-    let ok = unsafe { bindings::rdma_wire_rx(skb, &mut ndev, &mut data, &mut len) } == 0;
+    // the linear packet from its network header on.
+    let ok = unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len) } == 0;
     let mut consumed = false;
-    if ok && !ndev.is_null() {
-        // SAFETY: The receive path runs under RCU, which keeps the packet's device from being
-        // freed until it returns.
-        let netdev = unsafe { NetDevice::from_raw(ndev) };
+    if ok {
+        // SAFETY: The endpoint is added, so its netdev is registered: the port removes it when
+        // the netdev unregisters and waits for callbacks in flight, which run under RCU.
+        let netdev = unsafe { NetDevice::from_raw((*ep).ndev) };
         if let Some(dev) = Device::<T>::get_by_netdev(netdev) {
             // INVARIANT: The bytes live in `skb`, which is freed only below.
             let packet = RxPacket {
@@ -150,7 +135,6 @@ unsafe extern "C" fn encap_rcv<T: Driver>(
     }
     // SAFETY: The packet is ours and nothing refers to it any more.
     unsafe { bindings::rdma_wire_free(skb, consumed) };
-    0
 }
 
 /// A packet being built for transmission: `len` bytes, zeroed, for the driver to fill from the

@@ -14,7 +14,7 @@ use kernel::{
         DeviceParams, LinkLayer, Mr, MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent,
         PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
         Udata, Wc,
-        wire::{RxPacket, Tunnel, ROCE_V2_PORT},
+        wire::{RxPacket, Tunnel},
     },
     str::CStr,
     sync::{Arc, Mutex, SpinLockIrq},
@@ -66,8 +66,8 @@ pub(crate) struct DeviceData {
     pub(crate) ah_dests: Arc<ah::DestTable>,
     /// The port's counters.
     pub(crate) counters: stats::Counters,
-    /// The UDP sockets that receive the device's RoCEv2 packets; closed when the netdev
-    /// unregisters (before its namespace may go) or with the device.
+    /// The device's place at its namespace's RoCEv2 port, which receives its packets; left
+    /// when the netdev unregisters (before its namespace may go) or with the device.
     #[pin]
     pub(crate) tunnel: Mutex<Option<Tunnel>>,
     /// The netdev, held from `rdma link add` until it unregisters (or the device goes): the
@@ -477,24 +477,10 @@ impl link::Link for Ferroce {
             new_spinlock_irq!(kernel::rbtree::RBTree::new(), "ferroce:ah_dests"),
             GFP_KERNEL,
         )?;
-        // The device's packets arrive on these from now on; until it is registered they are
-        // dropped (no device is found for the netdev).
-        let tunnel = match Tunnel::open::<Ferroce>(netdev, ROCE_V2_PORT) {
-            Ok(t) => Some(t),
-            // Another RoCE device listens on the port in this namespace (rdma_rxe does in
-            // init_net while it is loaded): the device still serves QPs of its own, and says
-            // why nothing comes from the wire.
-            Err(e) if e.to_errno() == -(kernel::bindings::EADDRINUSE as i32) => {
-                pr_warn!(
-                    "{}: UDP port {} is taken in the namespace of {} (rdma_rxe?): no RoCEv2 packets will be received; QPs of this device still reach each other\n",
-                    name,
-                    ROCE_V2_PORT,
-                    netdev.name()
-                );
-                None
-            }
-            Err(e) => return Err(e),
-        };
+        // The device's packets arrive here from now on; until it is registered they are
+        // dropped (no device is found for the netdev). Fails (EBUSY, with a message naming the
+        // other device) when another driver's device, such as rdma_rxe's, serves the netdev.
+        let tunnel = Some(Tunnel::open::<Ferroce>(netdev, name)?);
         let data = try_pin_init!(DeviceData {
             port_active: AtomicBool::new(false),
             pds,

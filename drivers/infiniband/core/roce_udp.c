@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The RoCEv2 UDP port of a network namespace, shared by software RoCE drivers.
+ *
+ * A RoCEv2 device receives UDP datagrams to port 4791.  One socket per
+ * namespace and address family can hold that port, so when software RoCE
+ * drivers (rdma_rxe, ferroce) each opened their own, whichever came first took
+ * every packet of the namespace and the other's devices went deaf.  Here the
+ * namespace has one receive point instead: the first endpoint added in a
+ * namespace opens its sockets (IPv4, and IPv6 unless the kernel has none),
+ * the last one removed closes them, and each packet goes to the endpoint of
+ * the netdev it arrived on, or of the real device under a VLAN netdev that has
+ * none.  A packet looped back inside the host arrives on the loopback device;
+ * it goes to the endpoint of the netdev that owns its destination address, as
+ * though it had arrived there.
+ *
+ * Endpoints are found by ifindex in an xarray, under RCU on the receive path.
+ * Adding, removing, and opening or closing sockets happen under one mutex.  An
+ * endpoint's netdev unregistering removes the endpoint at once (drivers may
+ * free their device later, from a work item, after the namespace is gone), so
+ * no socket outlives its namespace.
+ */
+
+#include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/xarray.h>
+#include <net/addrconf.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <net/udp_tunnel.h>
+#include <rdma/roce_udp.h>
+
+/**
+ * struct roce_udp_net - the receive point of one namespace
+ * @sk4: the IPv4 socket while the namespace has endpoints
+ * @sk6: the IPv6 socket then, unless IPv6 is unavailable
+ * @eps: the endpoints, by their netdev's ifindex
+ * @count: how many endpoints @eps holds
+ */
+struct roce_udp_net {
+	struct socket *sk4;
+	struct socket *sk6;
+	struct xarray eps;
+	unsigned int count;
+};
+
+static unsigned int roce_udp_net_id __read_mostly;
+
+/* Serialises endpoint changes and socket opening and closing everywhere. */
+static DEFINE_MUTEX(roce_udp_mutex);
+
+static struct roce_udp_endpoint *roce_udp_lookup(struct roce_udp_net *rn,
+						 const struct net_device *dev)
+{
+	struct roce_udp_endpoint *ep = xa_load(&rn->eps, dev->ifindex);
+
+	if (!ep && is_vlan_dev(dev))
+		ep = xa_load(&rn->eps, vlan_dev_real_dev(dev)->ifindex);
+	return ep;
+}
+
+/* The netdev that owns a looped back packet's destination address. */
+static struct net_device *roce_udp_dst_dev(struct sock *sk, struct sk_buff *skb)
+{
+	if (sk->sk_family == AF_INET)
+		return __ip_dev_find(sock_net(sk), ip_hdr(skb)->daddr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6)
+		return ipv6_dev_find(sock_net(sk), &ipv6_hdr(skb)->daddr, NULL);
+#endif
+	return NULL;
+}
+
+/* The sockets' encap_rcv: softirq, under rcu_read_lock(). Always consumes. */
+static int roce_udp_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct roce_udp_net *rn = net_generic(sock_net(sk), roce_udp_net_id);
+	struct net_device *dev = skb->dev;
+	struct roce_udp_endpoint *ep = NULL;
+
+	if (dev) {
+		ep = roce_udp_lookup(rn, dev);
+		if (!ep && (dev->flags & IFF_LOOPBACK)) {
+			dev = roce_udp_dst_dev(sk, skb);
+			ep = dev ? roce_udp_lookup(rn, dev) : NULL;
+			/* The receiver sees the netdev that owns the address. */
+			if (ep)
+				skb->dev = dev;
+		}
+	}
+	if (!ep) {
+		kfree_skb(skb);
+		return 0;
+	}
+	ep->rcv(ep, skb);
+	return 0;
+}
+
+static struct socket *roce_udp_open(struct net *net, bool ipv6)
+{
+	struct udp_port_cfg cfg = {
+		.family = ipv6 ? AF_INET6 : AF_INET,
+		.ipv6_v6only = ipv6,
+		.local_udp_port = htons(ROCE_V2_UDP_DPORT),
+	};
+	struct udp_tunnel_sock_cfg tnl = {
+		.encap_type = 1,
+		.encap_rcv = roce_udp_rcv,
+	};
+	struct socket *sock;
+	int err;
+
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock, &tnl);
+	return sock;
+}
+
+static void roce_udp_close(struct roce_udp_net *rn)
+{
+	if (rn->sk6)
+		udp_tunnel_sock_release(rn->sk6);
+	if (rn->sk4)
+		udp_tunnel_sock_release(rn->sk4);
+	rn->sk6 = NULL;
+	rn->sk4 = NULL;
+}
+
+static int roce_udp_open_all(struct net *net, struct roce_udp_net *rn)
+{
+	struct socket *sock;
+
+	sock = roce_udp_open(net, false);
+	if (IS_ERR(sock))
+		return PTR_ERR(sock);
+	rn->sk4 = sock;
+	if (IS_ENABLED(CONFIG_IPV6)) {
+		sock = roce_udp_open(net, true);
+		/* IPv6 disabled at boot: IPv4 only. */
+		if (IS_ERR(sock) && PTR_ERR(sock) != -EAFNOSUPPORT) {
+			roce_udp_close(rn);
+			return PTR_ERR(sock);
+		}
+		rn->sk6 = IS_ERR(sock) ? NULL : sock;
+	}
+	return 0;
+}
+
+/**
+ * roce_udp_add - receive the RoCEv2 packets of a netdev
+ * @ep: the endpoint, zeroed (or removed) before
+ * @ndev: the netdev, registered; its namespace's port is opened if needed
+ * @name: the RDMA device's name, for messages
+ * @rcv: called with each packet for @ndev until roce_udp_del(), or until
+ *	@ndev unregisters
+ *
+ * Process context.  Returns -EBUSY if another endpoint serves @ndev, the
+ * error of opening the port otherwise (-EADDRINUSE: a socket that is no
+ * endpoint's holds it), or 0.
+ */
+int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
+		 const char *name, roce_udp_rcv_t rcv)
+{
+	struct roce_udp_endpoint *other;
+	struct roce_udp_net *rn;
+	struct net *net;
+	int err;
+
+	mutex_lock(&roce_udp_mutex);
+	if (WARN_ON(ep->rn)) {
+		err = -EINVAL;
+		goto out;
+	}
+	/* An unregistering netdev would never remove its endpoint. */
+	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED) {
+		err = -ENODEV;
+		goto out;
+	}
+	net = dev_net(ndev);
+	rn = net_generic(net, roce_udp_net_id);
+	other = xa_load(&rn->eps, ndev->ifindex);
+	if (other) {
+		pr_err("%s: %s is already served by RDMA device %s\n", name, ndev->name,
+		       other->name);
+		err = -EBUSY;
+		goto out;
+	}
+	if (!rn->count) {
+		err = roce_udp_open_all(net, rn);
+		if (err) {
+			pr_err("%s: cannot open UDP port %u in the namespace of %s: %d\n", name,
+			       ROCE_V2_UDP_DPORT, ndev->name, err);
+			goto out;
+		}
+	}
+	ep->ndev = ndev;
+	ep->ifindex = ndev->ifindex;
+	ep->rcv = rcv;
+	strscpy(ep->name, name, sizeof(ep->name));
+	err = xa_insert(&rn->eps, ndev->ifindex, ep, GFP_KERNEL);
+	if (err) {
+		if (!rn->count)
+			roce_udp_close(rn);
+		goto out;
+	}
+	ep->rn = rn;
+	rn->count++;
+out:
+	mutex_unlock(&roce_udp_mutex);
+	return err;
+}
+EXPORT_SYMBOL(roce_udp_add);
+
+/* Takes @ep out of its namespace; no @ep->rcv runs any more when this returns. */
+static void roce_udp_detach(struct roce_udp_endpoint *ep)
+{
+	struct roce_udp_net *rn = ep->rn;
+
+	lockdep_assert_held(&roce_udp_mutex);
+	if (!rn)
+		return;
+	xa_erase(&rn->eps, ep->ifindex);
+	ep->rn = NULL;
+	if (!--rn->count)
+		roce_udp_close(rn);
+	/* Receivers that found @ep run under RCU. */
+	synchronize_net();
+}
+
+/**
+ * roce_udp_del - stop receiving for an endpoint
+ * @ep: the endpoint; added, removed already (its netdev unregistered), or
+ *	never added
+ *
+ * Process context.  When this returns, no call of @ep->rcv is running or
+ * will start, and @ep may be freed; the namespace's port closes with its
+ * last endpoint.
+ */
+void roce_udp_del(struct roce_udp_endpoint *ep)
+{
+	mutex_lock(&roce_udp_mutex);
+	roce_udp_detach(ep);
+	mutex_unlock(&roce_udp_mutex);
+}
+EXPORT_SYMBOL(roce_udp_del);
+
+static int roce_udp_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct roce_udp_endpoint *ep;
+	struct roce_udp_net *rn;
+
+	if (event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	rn = net_generic(dev_net(ndev), roce_udp_net_id);
+	mutex_lock(&roce_udp_mutex);
+	ep = xa_load(&rn->eps, ndev->ifindex);
+	if (ep && ep->ndev == ndev)
+		roce_udp_detach(ep);
+	mutex_unlock(&roce_udp_mutex);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block roce_udp_notifier = {
+	.notifier_call = roce_udp_netdev_event,
+};
+
+static int __net_init roce_udp_net_init(struct net *net)
+{
+	struct roce_udp_net *rn = net_generic(net, roce_udp_net_id);
+
+	xa_init(&rn->eps);
+	return 0;
+}
+
+/*
+ * Endpoints leave with their netdevs, before a namespace goes; one added in a
+ * race with its netdev moving to another namespace may still be here.
+ */
+static void __net_exit roce_udp_net_exit(struct net *net)
+{
+	struct roce_udp_net *rn = net_generic(net, roce_udp_net_id);
+	struct roce_udp_endpoint *ep;
+	unsigned long index;
+
+	mutex_lock(&roce_udp_mutex);
+	xa_for_each(&rn->eps, index, ep)
+		roce_udp_detach(ep);
+	mutex_unlock(&roce_udp_mutex);
+	xa_destroy(&rn->eps);
+}
+
+static struct pernet_operations roce_udp_net_ops = {
+	.init = roce_udp_net_init,
+	.exit = roce_udp_net_exit,
+	.id = &roce_udp_net_id,
+	.size = sizeof(struct roce_udp_net),
+};
+
+static int __init roce_udp_init(void)
+{
+	int err;
+
+	err = register_pernet_subsys(&roce_udp_net_ops);
+	if (err)
+		return err;
+	err = register_netdevice_notifier(&roce_udp_notifier);
+	if (err)
+		unregister_pernet_subsys(&roce_udp_net_ops);
+	return err;
+}
+
+static void __exit roce_udp_exit(void)
+{
+	unregister_netdevice_notifier(&roce_udp_notifier);
+	unregister_pernet_subsys(&roce_udp_net_ops);
+}
+
+subsys_initcall(roce_udp_init);
+module_exit(roce_udp_exit);
+
+MODULE_DESCRIPTION("The RoCEv2 UDP port of each network namespace, shared by software RoCE drivers");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * The RoCEv2 UDP port of a network namespace, shared by software RoCE drivers.
+ *
+ * Only one socket of a namespace can hold UDP port 4791 (per address family),
+ * so software RoCE devices do not open their own: each registers an endpoint
+ * for the netdev it serves, and the namespace's one receive point hands every
+ * packet to the endpoint of the netdev it arrived on, whichever driver made
+ * the endpoint.  Transmission does not involve it.
+ */
+#ifndef _RDMA_ROCE_UDP_H
+#define _RDMA_ROCE_UDP_H
+
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <rdma/ib_verbs.h>
+
+struct roce_udp_endpoint;
+struct roce_udp_net;
+
+/*
+ * Receives one RoCEv2 packet for @ep's netdev, in softirq context under
+ * rcu_read_lock().  skb->data is the UDP header; the network header is set.
+ * The callee owns @skb (frees or keeps it).
+ */
+typedef void (*roce_udp_rcv_t)(struct roce_udp_endpoint *ep, struct sk_buff *skb);
+
+/**
+ * struct roce_udp_endpoint - a RoCE device's place at its namespace's port
+ * @ndev: the netdev whose packets the endpoint takes
+ * @rcv: where they go
+ * @name: the RDMA device's name, for messages
+ * @ifindex: @ndev's index in the namespace when added
+ * @rn: the namespace's receive point while added; NULL before and after
+ *
+ * Embedded in the driver's device, zeroed before roce_udp_add().  Only
+ * @ndev may be read by its owner; the rest belongs to roce_udp.c.
+ */
+struct roce_udp_endpoint {
+	struct net_device *ndev;
+	roce_udp_rcv_t rcv;
+	char name[IB_DEVICE_NAME_MAX];
+	int ifindex;
+	struct roce_udp_net *rn;
+};
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ROCE_UDP)
+int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
+		 const char *name, roce_udp_rcv_t rcv);
+void roce_udp_del(struct roce_udp_endpoint *ep);
+#else
+static inline int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
+			       const char *name, roce_udp_rcv_t rcv)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void roce_udp_del(struct roce_udp_endpoint *ep)
+{
+}
+#endif
+
+#endif /* _RDMA_ROCE_UDP_H */
