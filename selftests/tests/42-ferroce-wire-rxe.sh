@@ -3,7 +3,7 @@
 # timeout: 450 (TCG; rxe is slow, and netem makes RC send again)
 # RoCEv2 on the wire: ferroce interoperates with rdma_rxe over a veth pair,
 # and with another ferroce device over another.  rxe0 lives in init_net
-# (rxe listens on UDP 4791 there only), ferroce0 in the namespace fwire at
+# (where unpatched rxe alone listens), ferroce0 in the namespace fwire at
 # the pair's other end; ferroce1 and ferroce2 sit in the namespaces fwa and
 # fwb at the ends of a second pair:
 #
