@@ -10,7 +10,8 @@
  * else may change).  Then the failures: writes and reads beyond an MR, with
  * a stale or foreign key, into an MR of another PD or without the access,
  * must fail with the status IBTA gives and change nothing; a send that
- * finds no receive waits for one (RNR) and completes once it is posted, or
+ * finds no receive (and so does the immediate of an RDMA WRITE) waits for
+ * one (RNR) and completes once it is posted, or
  * fails once the responder fails; work posted in SQD runs back in RTS.
  * Then UD: GRH and payload, Q_Keys, short receives, AHs of another PD.
  *
@@ -49,6 +50,7 @@
  * -s caps message sizes (default 1 MiB), -t the wait for one completion
  * (default 30 s: over the wire an RNR or transport retry is timed).
  */
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -669,6 +671,43 @@ static void failures(struct side *a, struct side *b)
 			      !memcmp(b->buf + HALF, a->buf, 64),
 		      "receive after RNR: %s, %u bytes", ibv_wc_status_str(wc.status),
 		      wc.byte_len);
+	}
+	pair_close(a, b);
+
+	/*
+	 * RNR on an RDMA WRITE with immediate in one packet: the immediate
+	 * waits for its receive, then the write completes, placed once.  (The
+	 * request that comes again after the RNR NAK starts the message again:
+	 * the responder must not have started it the first time.)
+	 */
+	pair_open(a, b, 7);
+	{
+		struct ibv_sge rs = { .addr = (uintptr_t)b->buf + HALF, .length = 64,
+				      .lkey = b->mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 12, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr w = wr, *bad;
+		struct ibv_wc wc;
+
+		case_phase(a, b, "RDMA WRITE with immediate waiting for its receive (RNR)");
+		fill_random(a->buf, 64);
+		memset(b->buf, 0, 64);
+		w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		w.imm_data = htonl(0x5eed1234);
+		w.wr.rdma.remote_addr = (uintptr_t)b->buf;
+		w.wr.rdma.rkey = b->mr->rkey;
+		CHECK(ibv_post_send(a->qp, &w, &bad) == 0, "post_send");
+		no_wc(a->scq, 200, "RDMA WRITE with immediate before its receive");
+		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		wc = wait_wc(a->scq, "RDMA WRITE with immediate after its receive");
+		CHECK(wc.status == IBV_WC_SUCCESS, "RDMA WRITE with immediate after RNR: %s",
+		      ibv_wc_status_str(wc.status));
+		wc = wait_wc(b->rcq, "RDMA WRITE with immediate after its receive");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 12 &&
+			      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 64 &&
+			      (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0x5eed1234) &&
+			      !memcmp(b->buf, a->buf, 64),
+		      "immediate after RNR: %s, opcode %d, %u bytes, imm %#x",
+		      ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, ntohl(wc.imm_data));
 	}
 	pair_close(a, b);
 

@@ -1683,6 +1683,11 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 {
                     return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
                 }
+                // The receive WQE of a one-packet WRITE with immediate, before the message
+                // starts: after an RNR NAK the request comes again as a first packet.
+                if lay.last && imm.is_some() && !take_recv(qp, st) {
+                    return no_receive_wqe(st, bpsn, rc, counters);
+                }
                 st.conn.msg = InMsg::Write {
                     va: reth.va,
                     rkey: reth.rkey,
