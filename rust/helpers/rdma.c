@@ -165,6 +165,8 @@ struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, co
 		kfree(ep);
 		return ERR_PTR(err);
 	}
+	/* The callback reads ep->ndev: held while the endpoint exists. */
+	dev_hold(ndev);
 	return ep;
 }
 
@@ -172,6 +174,7 @@ struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, co
 void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
 {
 	roce_udp_del(ep);
+	dev_put(ep->ndev);
 	kfree(ep);
 }
 

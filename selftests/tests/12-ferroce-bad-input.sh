@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Bad `rdma link add` requests fail with a clear error and leave nothing
 # behind: unknown netdev, non-Ethernet netdev, VLAN, a netdev that already
-# has a ferroce device, a name in use, a name too long, a pattern name.
+# has a ferroce device or another driver's, a name in use, a name too long,
+# a pattern name.
 . "$(dirname "$0")/../lib.sh"
 
 add_dummy fb0 10.62.0.1
 add_dummy fb1 10.62.1.1
+add_dummy fb2 10.62.2.1
 ferroce_add ferroce0 fb0
 
 expect_error() { # expected-text command...
@@ -28,9 +30,13 @@ expect_error 'File exists' rdma link add ferroce0 type ferroce netdev fb1
 expect_error 'Invalid argument' rdma link add "$(printf 'f%.0s' $(seq 1 80))" type ferroce netdev fb1
 expect_error 'Invalid argument' rdma link add 'ferroce%d' type ferroce netdev fb1
 
-# A name taken by another driver's device.
-rdma link add rxeb0 type rxe netdev fb1
+# A name taken by another driver's device, and a netdev another driver's
+# device serves (the namespace's RoCEv2 port has one device per netdev).
+rdma link add rxeb0 type rxe netdev fb2
 expect_error 'File exists' rdma link add rxeb0 type ferroce netdev fb1
+expect_error 'Device or resource busy' rdma link add fbusy type ferroce netdev fb2
+dmesg | tail -5 | grep -q 'fb2 is already served by RDMA device rxeb0' ||
+	fail "no kernel message names rxeb0 as serving fb2"
 rdma link delete rxeb0
 
 [ "$(ls /sys/class/infiniband)" = ferroce0 ] || fail "left behind: $(ls /sys/class/infiniband)"
@@ -39,3 +45,4 @@ rdma link delete ferroce1
 rdma link delete ferroce0
 ip link del fb0
 ip link del fb1
+ip link del fb2

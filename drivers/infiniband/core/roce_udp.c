@@ -10,26 +10,27 @@
  * namespace opens its sockets (IPv4, and IPv6 unless the kernel has none),
  * the last one removed closes them, and each packet goes to the endpoint of
  * the netdev it arrived on, or of the real device under a VLAN netdev that has
- * none.  A packet looped back inside the host arrives on the loopback device;
- * it goes to the endpoint of the netdev that owns its destination address, as
- * though it had arrived there.
+ * none.
+ *
+ * Packets that arrive on the loopback device are dropped: any local process
+ * may send those, from any local address, and none of them is a RoCE device's
+ * (a device sends to another device of the host through its netdev).
  *
  * Endpoints are found by ifindex in an xarray, under RCU on the receive path.
- * Adding, removing, and opening or closing sockets happen under one mutex.  An
- * endpoint's netdev unregistering removes the endpoint at once (drivers may
- * free their device later, from a work item, after the namespace is gone), so
- * no socket outlives its namespace.
+ * Adding takes RTNL (a netdev's namespace and ifindex change under it),
+ * then one mutex, under which endpoints are added and removed and sockets
+ * opened and closed.  An endpoint's netdev unregistering, or leaving the
+ * namespace, removes the endpoint at once (drivers may free their device
+ * later, from a work item, after the namespace is gone), so no socket
+ * outlives its namespace.
  */
 
 #include <linux/if_vlan.h>
-#include <linux/inetdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/xarray.h>
-#include <net/addrconf.h>
-#include <net/ip.h>
-#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
@@ -54,45 +55,35 @@ static unsigned int roce_udp_net_id __read_mostly;
 /* Serialises endpoint changes and socket opening and closing everywhere. */
 static DEFINE_MUTEX(roce_udp_mutex);
 
-static struct roce_udp_endpoint *roce_udp_lookup(struct roce_udp_net *rn,
+/* The endpoint of @dev, a netdev of @net; under RCU. */
+static struct roce_udp_endpoint *roce_udp_lookup(struct net *net, struct roce_udp_net *rn,
 						 const struct net_device *dev)
 {
 	struct roce_udp_endpoint *ep = xa_load(&rn->eps, dev->ifindex);
+	struct net_device *real;
 
-	if (!ep && is_vlan_dev(dev))
-		ep = xa_load(&rn->eps, vlan_dev_real_dev(dev)->ifindex);
-	return ep;
-}
-
-/* The netdev that owns a looped back packet's destination address. */
-static struct net_device *roce_udp_dst_dev(struct sock *sk, struct sk_buff *skb)
-{
-	if (sk->sk_family == AF_INET)
-		return __ip_dev_find(sock_net(sk), ip_hdr(skb)->daddr, false);
-#if IS_ENABLED(CONFIG_IPV6)
-	if (sk->sk_family == AF_INET6)
-		return ipv6_dev_find(sock_net(sk), &ipv6_hdr(skb)->daddr, NULL);
-#endif
-	return NULL;
+	if (ep)
+		return ep->ndev == dev ? ep : NULL;
+	if (!is_vlan_dev(dev))
+		return NULL;
+	/* A VLAN and its real device may live in different namespaces. */
+	real = vlan_dev_real_dev(dev);
+	if (!net_eq(dev_net(real), net))
+		return NULL;
+	ep = xa_load(&rn->eps, real->ifindex);
+	return ep && ep->ndev == real ? ep : NULL;
 }
 
 /* The sockets' encap_rcv: softirq, under rcu_read_lock(). Always consumes. */
 static int roce_udp_rcv(struct sock *sk, struct sk_buff *skb)
 {
-	struct roce_udp_net *rn = net_generic(sock_net(sk), roce_udp_net_id);
+	struct net *net = sock_net(sk);
+	struct roce_udp_net *rn = net_generic(net, roce_udp_net_id);
 	struct net_device *dev = skb->dev;
 	struct roce_udp_endpoint *ep = NULL;
 
-	if (dev) {
-		ep = roce_udp_lookup(rn, dev);
-		if (!ep && (dev->flags & IFF_LOOPBACK)) {
-			dev = roce_udp_dst_dev(sk, skb);
-			ep = dev ? roce_udp_lookup(rn, dev) : NULL;
-			/* The receiver sees the netdev that owns the address. */
-			if (ep)
-				skb->dev = dev;
-		}
-	}
+	if (dev && !(dev->flags & IFF_LOOPBACK))
+		ep = roce_udp_lookup(net, rn, dev);
 	if (!ep) {
 		kfree_skb(skb);
 		return 0;
@@ -160,9 +151,10 @@ static int roce_udp_open_all(struct net *net, struct roce_udp_net *rn)
  * @rcv: called with each packet for @ndev until roce_udp_del(), or until
  *	@ndev unregisters
  *
- * Process context.  Returns -EBUSY if another endpoint serves @ndev, the
- * error of opening the port otherwise (-EADDRINUSE: a socket that is no
- * endpoint's holds it), or 0.
+ * Process context, without RTNL (taken here).  Returns -EBUSY if another
+ * endpoint serves @ndev, -ENODEV if @ndev is unregistering, the error of
+ * opening the port otherwise (-EADDRINUSE: a socket that is no endpoint's
+ * holds it), or 0.
  */
 int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
 		 const char *name, roce_udp_rcv_t rcv)
@@ -172,13 +164,18 @@ int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
 	struct net *net;
 	int err;
 
+	/*
+	 * Under RTNL the netdev neither unregisters nor moves to another
+	 * namespace (both notify NETDEV_UNREGISTER, which removes endpoints)
+	 * until the endpoint is in place, in the namespace it is in.
+	 */
+	rtnl_lock();
 	mutex_lock(&roce_udp_mutex);
 	if (WARN_ON(ep->rn)) {
 		err = -EINVAL;
 		goto out;
 	}
-	/* An unregistering netdev would never remove its endpoint. */
-	if (READ_ONCE(ndev->reg_state) != NETREG_REGISTERED) {
+	if (ndev->reg_state != NETREG_REGISTERED) {
 		err = -ENODEV;
 		goto out;
 	}
@@ -213,6 +210,7 @@ int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
 	rn->count++;
 out:
 	mutex_unlock(&roce_udp_mutex);
+	rtnl_unlock();
 	return err;
 }
 EXPORT_SYMBOL(roce_udp_add);
@@ -256,6 +254,7 @@ static int roce_udp_netdev_event(struct notifier_block *nb, unsigned long event,
 	struct roce_udp_endpoint *ep;
 	struct roce_udp_net *rn;
 
+	/* Also sent when the netdev leaves for another namespace. */
 	if (event != NETDEV_UNREGISTER)
 		return NOTIFY_DONE;
 	rn = net_generic(dev_net(ndev), roce_udp_net_id);
@@ -280,8 +279,10 @@ static int __net_init roce_udp_net_init(struct net *net)
 }
 
 /*
- * Endpoints leave with their netdevs, before a namespace goes; one added in a
- * race with its netdev moving to another namespace may still be here.
+ * Endpoints leave with their netdevs, before a namespace goes (the netdevs
+ * leave first).  Registered after the IPv4 and IPv6 pernet operations (at
+ * late_initcall), this runs before theirs, while the namespace's UDP tables
+ * still exist.
  */
 static void __net_exit roce_udp_net_exit(struct net *net)
 {
@@ -290,8 +291,11 @@ static void __net_exit roce_udp_net_exit(struct net *net)
 	unsigned long index;
 
 	mutex_lock(&roce_udp_mutex);
-	xa_for_each(&rn->eps, index, ep)
+	xa_for_each(&rn->eps, index, ep) {
+		WARN_ONCE(1, "roce_udp: %s still has an endpoint as its namespace goes\n",
+			  ep->name);
 		roce_udp_detach(ep);
+	}
 	mutex_unlock(&roce_udp_mutex);
 	xa_destroy(&rn->eps);
 }
@@ -322,7 +326,8 @@ static void __exit roce_udp_exit(void)
 	unregister_pernet_subsys(&roce_udp_net_ops);
 }
 
-subsys_initcall(roce_udp_init);
+/* After inet_init and inet6_init: see roce_udp_net_exit(). */
+late_initcall(roce_udp_init);
 module_exit(roce_udp_exit);
 
 MODULE_DESCRIPTION("The RoCEv2 UDP port of each network namespace, shared by software RoCE drivers");

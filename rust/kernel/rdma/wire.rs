@@ -10,8 +10,8 @@
 //! device and closes them with its last. Several devices, of this driver or another, coexist on
 //! different netdevs of one namespace. The port's receive callback runs in softirq context: it
 //! finds the registered device of the netdev and hands the packet, from its IP header to its end,
-//! to the driver's [`Driver::receive`]; the packet is freed when that returns. A packet looped
-//! back inside the host (to another device's address) arrives as though on that device's netdev.
+//! to the driver's [`Driver::receive`]; the packet is freed when that returns. Packets that
+//! arrive on the loopback device (which any local process may send) go to no device.
 //!
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
 //! included), writes every byte of it, and calls [`TxPacket::send`], which routes by the
@@ -41,7 +41,7 @@ use core::ptr::NonNull;
 /// # Invariants
 ///
 /// `ep` is an endpoint added by `rdma_wire_open` whose callback is `receive::<T>` for the `T`
-/// this was opened for, owned by this.
+/// this was opened for, owned by this, holding a reference on its netdev.
 pub struct Tunnel {
     ep: NonNull<bindings::roce_udp_endpoint>,
 }
@@ -119,8 +119,9 @@ unsafe extern "C" fn receive<T: Driver>(
     let ok = unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len) } == 0;
     let mut consumed = false;
     if ok {
-        // SAFETY: The endpoint is added, so its netdev is registered: the port removes it when
-        // the netdev unregisters and waits for callbacks in flight, which run under RCU.
+        // SAFETY: `ep` is valid while callbacks may run (the tunnel removes it, waiting for
+        // them, before freeing it), and `rdma_wire_open` holds a reference on its netdev
+        // until then.
         let netdev = unsafe { NetDevice::from_raw((*ep).ndev) };
         if let Some(dev) = Device::<T>::get_by_netdev(netdev) {
             // INVARIANT: The bytes live in `skb`, which is freed only below.
