@@ -26,6 +26,7 @@ pub mod mw;
 pub mod object;
 pub mod pd;
 pub mod qp;
+pub mod random;
 pub mod registry;
 pub mod srq;
 pub mod stats;

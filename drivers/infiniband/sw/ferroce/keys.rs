@@ -37,6 +37,22 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
         }
     }
 
+    /// Gives every index not in use a last key byte from `random` (which fills a buffer with
+    /// random bytes): an index's first key is then as unpredictable as its later ones, so the
+    /// first MR of a fresh device does not have a key a peer can guess.
+    pub(crate) fn randomize(&mut self, mut random: impl FnMut(&mut [u8])) {
+        let mut bytes = [0u8; 64];
+        for chunk in self.slots.chunks_mut(bytes.len()) {
+            let bytes = &mut bytes[..chunk.len()];
+            random(bytes);
+            for (slot, &r) in chunk.iter_mut().zip(bytes.iter()) {
+                if *slot & IN_USE == 0 {
+                    *slot = r.into();
+                }
+            }
+        }
+    }
+
     /// Hands out a fresh key.
     pub(crate) fn alloc(&mut self) -> Result<u32, TableFull> {
         let n = self.slots.len() as u32;

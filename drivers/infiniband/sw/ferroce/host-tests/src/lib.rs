@@ -549,6 +549,29 @@ int main(void)
     }
 
     #[test]
+    fn randomized_keys_start_at_the_random_byte() {
+        // A fake generator: 7, 8, 9, ... The first key of index i is the byte given to it + 1.
+        let mut next = 7u8;
+        let mut t = keys::KeyTable::new(vec![0u16; 100]);
+        t.randomize(|buf| {
+            for b in buf.iter_mut() {
+                *b = next;
+                next = next.wrapping_add(1);
+            }
+        });
+        let first = t.alloc().unwrap();
+        assert_eq!(first, 1 << 8 | 9, "index 1 got byte 8");
+        let k = (2..99).map(|_| t.alloc().unwrap()).last().unwrap();
+        assert_eq!(k, 98 << 8 | ((7u32 + 98 + 1) & 0xff));
+        // Live keys keep their byte; the table still refuses stale keys.
+        t.randomize(|buf| buf.fill(0xaa));
+        assert!(t.is_live(first));
+        t.free(first);
+        assert!(!t.is_live(first));
+        assert_eq!(t.alloc().unwrap(), 99 << 8 | 0xab, "a free index took the new byte");
+    }
+
+    #[test]
     fn keys_released_with_a_changed_byte_skip_it() {
         // An object whose key byte changed (REG_MR, a window bind: +1 each, as ib_inc_rkey)
         // gives its index back with that byte: the next key of the index is none it had last.
