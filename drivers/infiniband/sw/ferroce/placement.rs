@@ -36,6 +36,9 @@ pub(crate) struct Requester {
     pub(crate) qp_type: QpType,
     pub(crate) dest_qpn: u32,
     pub(crate) peer_local: bool,
+    /// A connected QP's (source, destination) GIDs: a local destination takes its messages
+    /// only if it is connected back to exactly these, as a packet from the wire must be.
+    pub(crate) gids: Option<([u8; 16], [u8; 16])>,
     pub(crate) cap: QpCap,
     pub(crate) sig_all: bool,
     pub(crate) rnr_retry: u8,
@@ -562,6 +565,7 @@ fn deliver(
         dest,
         req.qpn,
         req.qp_type,
+        req.gids,
         remote_access,
         takes_wqe.then_some(&mut buf),
     ) {
@@ -660,7 +664,7 @@ fn deliver(
 /// Admits a READ, an atomic or (`rd_atomic`: one that takes a READ/atomic resource) a write
 /// into `dest`: no receive WQE, only the state and the access.
 fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32, rd_atomic: bool) -> Result<(), Stop> {
-    match qp::admit(dest, req.qpn, req.qp_type, need, None) {
+    match qp::admit(dest, req.qpn, req.qp_type, req.gids, need, None) {
         Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
         Ok(r) if rd_atomic && r.max_dest_rd_atomic == 0 => {
@@ -848,6 +852,7 @@ fn datagram(
         req.qpn,
         req.qp_type,
         qkey,
+        len,
         &mut buf,
         place_into,
         req.may_sleep,

@@ -636,6 +636,9 @@ pub(crate) const SEND_WQE_MAX: usize = abi::SEND_WQE_HEADER + WQE_BODY;
 /// The largest part of a receive WQE the data path reads.
 pub(crate) const RECV_WQE_MAX: usize = abi::RECV_WQE_HEADER + WQE_BODY;
 
+/// The size of a management datagram (MAD), all that QP1 receives.
+const MAD_SIZE: u32 = 256;
+
 /// How long an executor goes on.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Budget {
@@ -695,6 +698,7 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
             qp_type: data.init.qp_type,
             dest_qpn: st.attr.dest_qp_num,
             peer_local: st.peer_local,
+            gids: st.attr.av.as_ref().map(|av| (av.sgid, av.dgid)),
             cap: st.attr.cap,
             sig_all: data.init.sq_sig_all,
             rnr_retry: st.attr.rnr_retry,
@@ -779,12 +783,20 @@ pub(crate) enum Refusal {
 }
 
 /// Checks that `dest` takes a message from the QP `from` (`from_type`; for a datagram, with
-/// the Q_Key `qkey`) and allows `access`.
+/// the Q_Key `qkey`; for a connected QP, sent from the GID `gids.0` to `gids.1`) and allows
+/// `access`.
+///
+/// A connected QP takes messages only from the peer it is connected to, on this device: its
+/// peer is local, its destination QP is `from`, and its address vector names `from`'s GIDs the
+/// other way round, which is what the wire checks of a packet (`rc::receive`). A QP connected
+/// to another host, or to another GID, takes nothing by direct placement, whichever local QP
+/// names it.
 fn takes(
     dest: &Qp<Ferroce>,
     st: &QpShared,
     from: u32,
     from_type: QpType,
+    gids: Option<([u8; 16], [u8; 16])>,
     qkey: u32,
     access: u32,
 ) -> core::result::Result<(), Refusal> {
@@ -794,7 +806,17 @@ fn takes(
     );
     let qp_type = dest.data().init.qp_type;
     let takes = match from_type {
-        QpType::Rc | QpType::Uc => qp_type == from_type && st.attr.dest_qp_num == from,
+        QpType::Rc | QpType::Uc => {
+            qp_type == from_type
+                && st.attr.dest_qp_num == from
+                && st.peer_local
+                && st
+                    .attr
+                    .av
+                    .as_ref()
+                    .zip(gids)
+                    .is_some_and(|(av, (sgid, dgid))| av.dgid == sgid && av.sgid == dgid)
+        }
         // A UD QP and QP1 take datagrams from either (MADs are datagrams to QP1).
         QpType::Ud | QpType::Gsi => {
             matches!(qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
@@ -817,13 +839,14 @@ pub(crate) fn admit(
     dest: &Qp<Ferroce>,
     from: u32,
     from_type: QpType,
+    gids: Option<([u8; 16], [u8; 16])>,
     access: u32,
     buf: Option<&mut [u8; RECV_WQE_MAX]>,
 ) -> core::result::Result<Responder, Refusal> {
     let data = dest.data();
     let mut guard = data.state.lock();
     let st = &mut *guard;
-    takes(dest, st, from, from_type, 0, access)?;
+    takes(dest, st, from, from_type, gids, 0, access)?;
     let mut resp = Responder {
         wqe_len: None,
         max_sge: st.attr.cap.max_recv_sge,
@@ -916,19 +939,27 @@ pub(crate) fn complete_recv(
 /// read) and returns its completion, which is posted before the WQE is let go, all under
 /// `dest`'s lock, so that datagrams from many senders complete in the order of the WQEs.
 /// `false` if the datagram was dropped.
+#[expect(clippy::too_many_arguments)]
 pub(crate) fn receive_datagram(
     dest: &Qp<Ferroce>,
     from: u32,
     from_type: QpType,
     qkey: u32,
+    len: u32,
     buf: &mut [u8; RECV_WQE_MAX],
     place: impl FnOnce(&[u8], u32) -> Cqe,
     may_sleep: bool,
 ) -> bool {
+    // QP1 takes MADs, which are 256 bytes: ib_mad posts receive buffers of that size (after
+    // the GRH) and stops reposting once one completes in error, so a longer datagram would
+    // take a buffer away for good. Anything but a MAD is dropped before it takes a WQE.
+    if dest.data().qp_type() == QpType::Gsi && len != MAD_SIZE {
+        return false;
+    }
     let mut after = After::default();
     let mut guard = dest.data().state.lock();
     let st = &mut *guard;
-    if takes(dest, st, from, from_type, qkey, 0).is_err() {
+    if takes(dest, st, from, from_type, None, qkey, 0).is_err() {
         return false;
     }
     let cqe = match st.rq.as_mut() {
