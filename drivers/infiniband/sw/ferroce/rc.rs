@@ -85,6 +85,34 @@ fn read_chunk_end(off: u32, len: u32, mtu: u32) -> u32 {
     (off / chunk).saturating_add(1).saturating_mul(chunk).min(len)
 }
 
+/// A READ the responder served, remembered so that it serves it again when asked.
+#[derive(Clone, Copy, Default)]
+struct SavedRead {
+    /// Its first PSN and how many response packets it took.
+    first: u32,
+    npkts: u32,
+    va: u64,
+    rkey: u32,
+    len: u32,
+    valid: bool,
+}
+
+impl SavedRead {
+    /// Whether the READ request `reth` at `psn` asks again for this READ or for the rest of it
+    /// from one of its response packets on (`mtu` bytes each): its position in packets.
+    fn resumes(&self, psn: u32, reth: &Reth, mtu: u32) -> Option<u32> {
+        let at = psn::diff(psn, self.first);
+        if !self.valid || at < 0 || at as u32 >= self.npkts {
+            return None;
+        }
+        let at = at as u32;
+        let off = at.checked_mul(mtu)?;
+        let rest = self.len.checked_sub(off)?;
+        (reth.rkey == self.rkey && reth.va == self.va.wrapping_add(off.into()) && reth.dma_len == rest)
+            .then_some(at)
+    }
+}
+
 /// A WQE the requester has taken from its send queue (the `i`-th pending one).
 #[derive(Clone, Copy, Default)]
 struct Rec {
@@ -212,9 +240,9 @@ pub(crate) struct Conn {
     // this state by value a few times; kernel stacks are small.
     atomics: KVec<(u32, u64, bool)>,
     atomic_next: usize,
-    /// Recent READs served (first PSN, PSNs): a request again from inside one continues its
-    /// response (MIDDLE/LAST packets), as a requester expects after a partial response.
-    reads: KVec<(u32, u32, bool)>,
+    /// Recent READs served: only a request again for one of them (or for the rest of one,
+    /// which continues its response with MIDDLE/LAST packets) is served again.
+    reads: KVec<SavedRead>,
     read_next: usize,
 }
 
@@ -252,7 +280,7 @@ impl Conn {
             recv_wqe: KBox::new([0u8; RECV_WQE_MAX], GFP_KERNEL)?,
             atomics: KVec::from_elem((0, 0, false), SAVED_ATOMICS, GFP_KERNEL)?,
             atomic_next: 0,
-            reads: KVec::from_elem((0, 0, false), SAVED_READS, GFP_KERNEL)?,
+            reads: KVec::from_elem(SavedRead::default(), SAVED_READS, GFP_KERNEL)?,
             read_next: 0,
         })
     }
@@ -315,7 +343,7 @@ impl Conn {
         self.nak_sent = false;
         self.msn = 0;
         self.atomics.iter_mut().for_each(|a| *a = (0, 0, false));
-        self.reads.iter_mut().for_each(|r| *r = (0, 0, false));
+        self.reads.iter_mut().for_each(|r| *r = SavedRead::default());
     }
 
     /// The PSNs a modify set: the responder's expected one, the requester's next one.
@@ -1569,22 +1597,30 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             let msn = st.conn.msn;
             return match kind {
                 // A READ asked again (its response, or part of it, was lost): served again
-                // if it still passes the checks a new one does.
-                Kind::Read => match p.hdr.reth {
-                    Some(reth) if read_allowed(qp, st, &reth) => Reply::Read {
-                        psn: bpsn,
-                        va: reth.va,
-                        rkey: reth.rkey,
-                        len: reth.dma_len,
-                        msn,
-                        mid: st.conn.reads.iter().any(|&(first, n, valid)| {
-                            valid
-                                && psn::diff(bpsn, first) > 0
-                                && (psn::diff(bpsn, first) as u32) < n
-                        }),
-                    },
-                    _ => Reply::None,
-                },
+                // only if it asks for one the responder served, or for the rest of one
+                // (IBTA 9.7.5.1.6), and still passes the checks a new one does. Any other
+                // READ behind the expected PSN would make one small packet cost up to a
+                // burst of responses of whatever the rkey reaches: dropped.
+                Kind::Read => {
+                    let resumed = p.hdr.reth.and_then(|reth| {
+                        let at = st.conn.reads.iter().find_map(|r| r.resumes(bpsn, &reth, mtu))?;
+                        Some((reth, at))
+                    });
+                    match resumed {
+                        Some((reth, at)) if read_allowed(qp, st, &reth) => Reply::Read {
+                            psn: bpsn,
+                            va: reth.va,
+                            rkey: reth.rkey,
+                            len: reth.dma_len,
+                            msn,
+                            mid: at > 0,
+                        },
+                        _ => {
+                            counters.add(Stat::Dropped, 1);
+                            Reply::None
+                        }
+                    }
+                }
                 Kind::Atomic => st
                     .conn
                     .atomics
@@ -1639,6 +1675,12 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 InMsg::Send { placed } => placed,
                 _ => 0,
             };
+            // A message longer than the device takes (and than a completion's 32-bit length
+            // counts) is an invalid request, whatever receive buffer it lands in.
+            let Some(total) = placed.checked_add(n).filter(|&t| t <= limits::MAX_MSG_SZ) else {
+                let status = Some(wc_status::LOC_LEN_ERR);
+                return refuse(qp, st, bpsn, NakCode::InvalidRequest, status, after);
+            };
             match place_recv(qp, st, placed, p.payload) {
                 Ok(()) => {}
                 Err(Fault::Length) => {
@@ -1648,7 +1690,7 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                     return refuse(qp, st, bpsn, NakCode::RemoteOperationalError, Some(wc_status::LOC_PROT_ERR), after)
                 }
             }
-            let placed = placed + n;
+            let placed = total;
             st.conn.msg = InMsg::Send { placed };
             if lay.last {
                 if let Some(key) = p.hdr.ieth {
@@ -1674,7 +1716,9 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                 let Some(reth) = p.hdr.reth else {
                     return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
                 };
-                if st.attr.qp_access_flags & access::REMOTE_WRITE == 0 {
+                if st.attr.qp_access_flags & access::REMOTE_WRITE == 0
+                    || reth.dma_len > limits::MAX_MSG_SZ
+                {
                     return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
                 }
                 if reth.dma_len > 0
@@ -1744,7 +1788,14 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
             st.conn.msn = psn::add(st.conn.msn, 1);
             let c = &mut st.conn;
             if let Some(slot) = c.reads.get_mut(c.read_next % SAVED_READS) {
-                *slot = (bpsn, npkts, true);
+                *slot = SavedRead {
+                    first: bpsn,
+                    npkts,
+                    va: reth.va,
+                    rkey: reth.rkey,
+                    len: reth.dma_len,
+                    valid: true,
+                };
             }
             c.read_next = c.read_next.wrapping_add(1);
             return Reply::Read {

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-2.0
+# A duplicate READ costs a responder only what it served: RC QP A on DEV_A
+# (address IP_A) and B on DEV_B (IP_B) are connected, A reads 8 KiB from B
+# (8 packets at MTU 1024, PSNs 100-107), and then a hostile peer in A's
+# namespace (this script re-entered there with --inject) sends B READ
+# requests from A's address and port behind B's expected PSN:
+#   stale:   a READ B never served (PSN 50, 64 KiB of B's MR): dropped;
+#   again:   the READ B served (PSN 100, 8 KiB): answered again, 8 packets;
+#   rest:    its second half (PSN 104, va + 4 KiB, 4 KiB): 4 packets;
+#   forged:  its PSN with another length (PSN 100, 64 KiB): dropped.
+# Prints B's sent_pkts for each, as "CASE PACKETS" lines.
+#
+# usage: dup-read.py DEV_A GIDX_A IP_A NS_A DEV_B GIDX_B IP_B
+#        dup-read.py --inject IP_A IP_B QPN_B VA RKEY CASE
+import json
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import roce_packet as rp  # noqa: E402
+
+if sys.argv[1] == "--inject":
+    ip_a, ip_b, qpn_b, va, rkey, case = sys.argv[2:8]
+    qpn_b, va, rkey = int(qpn_b), int(va), int(rkey)
+    psn, va_off, length = {"stale": (50, 0, 65536), "again": (100, 0, 8192),
+                           "rest": (104, 4096, 4096), "forged": (100, 0, 65536)}[case]
+    t = rp.bth(rp.RDMA_READ_REQUEST, qpn_b, psn, ack_req=True) + rp.reth(va + va_off, rkey, length)
+    rp.Sender().send(rp.ipv4_packet(ip_a, ip_b, t))
+    sys.exit(0)
+
+from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
+from pyverbs.cq import CQ  # noqa: E402
+from pyverbs.device import Context  # noqa: E402
+from pyverbs.mr import MR  # noqa: E402
+from pyverbs.pd import PD  # noqa: E402
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.wr import SGE, SendWR  # noqa: E402
+import pyverbs.enums as e  # noqa: E402
+
+dev_a, gidx_a, ip_a, ns_a, dev_b, gidx_b, ip_b = sys.argv[1:8]
+access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_WRITE
+
+
+def side(name):
+    ctx = Context(name=name)
+    pd = PD(ctx)
+    cq = CQ(ctx, 8)
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(4, 4, 1, 1)))
+    return ctx, pd, cq, qp, MR(pd, 65536, access)
+
+
+def connect(qp, ctx, gidx, peer_ctx, peer_gidx, peer_qpn):
+    a = QPAttr()
+    a.qp_state, a.pkey_index, a.port_num, a.qp_access_flags = e.IBV_QPS_INIT, 0, 1, access
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
+    a = QPAttr()
+    a.qp_state, a.path_mtu, a.dest_qp_num, a.rq_psn = e.IBV_QPS_RTR, e.IBV_MTU_1024, peer_qpn, 100
+    a.max_dest_rd_atomic, a.min_rnr_timer = 4, 1
+    gr = GlobalRoute(dgid=peer_ctx.query_gid(1, int(peer_gidx)), sgid_index=int(gidx), hop_limit=64)
+    a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
+              e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+    a = QPAttr()
+    a.qp_state, a.timeout, a.retry_cnt, a.rnr_retry, a.sq_psn, a.max_rd_atomic = \
+        e.IBV_QPS_RTS, 14, 7, 7, 100, 4
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
+              e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
+def sent_pkts(dev):
+    out = subprocess.run(["rdma", "statistic", "show", "link", f"{dev}/1"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return int(out[out.index("sent_pkts") + 1])
+
+
+ctx_a, pd_a, cq_a, qp_a, mr_a = side(dev_a)
+ctx_b, pd_b, cq_b, qp_b, mr_b = side(dev_b)
+connect(qp_a, ctx_a, gidx_a, ctx_b, gidx_b, qp_b.qp_num)
+connect(qp_b, ctx_b, gidx_b, ctx_a, gidx_a, qp_a.qp_num)
+mr_b.write(bytes(range(256)) * 256, 65536)
+w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(mr_a.buf, 8192, mr_a.lkey)],
+           send_flags=e.IBV_SEND_SIGNALED)
+w.set_wr_rdma(mr_b.rkey, mr_b.buf)
+qp_a.post_send(w)
+end = time.time() + 30
+while time.time() < end:
+    n, wcs = cq_a.poll(1)
+    if n:
+        break
+    time.sleep(0.01)
+else:
+    sys.exit("the READ did not complete")
+if wcs[0].status != e.IBV_WC_SUCCESS or mr_a.read(8192, 0) != mr_b.read(8192, 0):
+    sys.exit(f"the READ failed: status {wcs[0].status}")
+
+for case in ["stale", "again", "rest", "forged"]:
+    before = sent_pkts(dev_b)
+    subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, "--inject", ip_a, ip_b,
+                    str(qp_b.qp_num), str(mr_b.buf), str(mr_b.rkey), case], check=True)
+    time.sleep(1)
+    print(case, sent_pkts(dev_b) - before, flush=True)
