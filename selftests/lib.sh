@@ -287,6 +287,16 @@ perftest_loopback() {
 # The kernel log's reports of a broken kernel (kept in step with qemu/run).
 KERNEL_PROBLEMS='(Oops|BUG:|WARNING:|KASAN:|UBSAN:|kernel BUG|general protection fault|Kernel panic|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|unreferenced object|Call Trace:|RIP: )'
 
+# unload_modules MODULE...: unload each driver module, as after a fresh
+# boot; fails the test if one stays loaded (a device of it still exists).
+unload_modules() {
+	local m
+	for m in "$@"; do
+		modprobe -r "$m" 2>/dev/null || true
+		! grep -q "^$m " /proc/modules || fail "cannot unload $m: $(rdma link show)"
+	done
+}
+
 # ferroce_add DEV NETDEV [NS]: create a ferroce device (loads the module on
 # demand), on a netdev of the namespace NS (default init_net), and note the
 # objects kernel users hold on it right away (res_baseline).

@@ -29,12 +29,12 @@ if sys.argv[1] == "--inject":
     rp.Sender().send(rp.ipv4_packet(ip_a, ip_b, t))
     sys.exit(0)
 
-from pyverbs.addr import AHAttr, GID, GlobalRoute  # noqa: E402
+from pyverbs_rc import connect_rc  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.qp import QP, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, SendWR  # noqa: E402
 import pyverbs.enums as e  # noqa: E402
 
@@ -50,24 +50,6 @@ def side(name):
     return ctx, pd, cq, qp, MR(pd, 65536, access)
 
 
-def connect(qp, ctx, gidx, peer_ctx, peer_gidx, peer_qpn):
-    a = QPAttr()
-    a.qp_state, a.pkey_index, a.port_num, a.qp_access_flags = e.IBV_QPS_INIT, 0, 1, access
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
-    a = QPAttr()
-    a.qp_state, a.path_mtu, a.dest_qp_num, a.rq_psn = e.IBV_QPS_RTR, e.IBV_MTU_1024, peer_qpn, 100
-    a.max_dest_rd_atomic, a.min_rnr_timer = 4, 1
-    gr = GlobalRoute(dgid=peer_ctx.query_gid(1, int(peer_gidx)), sgid_index=int(gidx), hop_limit=64)
-    a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
-              e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
-    a = QPAttr()
-    a.qp_state, a.timeout, a.retry_cnt, a.rnr_retry, a.sq_psn, a.max_rd_atomic = \
-        e.IBV_QPS_RTS, 14, 7, 7, 100, 4
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
-              e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
-
-
 def sent_pkts(dev):
     out = subprocess.run(["rdma", "statistic", "show", "link", f"{dev}/1"], capture_output=True,
                          text=True, check=True).stdout.split()
@@ -76,8 +58,8 @@ def sent_pkts(dev):
 
 ctx_a, pd_a, cq_a, qp_a, mr_a = side(dev_a)
 ctx_b, pd_b, cq_b, qp_b, mr_b = side(dev_b)
-connect(qp_a, ctx_a, gidx_a, ctx_b, gidx_b, qp_b.qp_num)
-connect(qp_b, ctx_b, gidx_b, ctx_a, gidx_a, qp_a.qp_num)
+connect_rc(qp_a, gidx_a, ctx_b.query_gid(1, int(gidx_b)), qp_b.qp_num, access, psn=100, rd_atomic=4)
+connect_rc(qp_b, gidx_b, ctx_a.query_gid(1, int(gidx_a)), qp_a.qp_num, access, psn=100, rd_atomic=4)
 mr_b.write(bytes(range(256)) * 256, 65536)
 w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(mr_a.buf, 8192, mr_a.lkey)],
            send_flags=e.IBV_SEND_SIGNALED)

@@ -11,12 +11,13 @@
 import sys
 import time
 
-from pyverbs.addr import AHAttr, GID, GlobalRoute
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from pyverbs_rc import connect_rc  # noqa: E402
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
 
@@ -33,22 +34,8 @@ def rc_qp(cq):
 
 
 def connect(qp, dgid, dest_qpn):
-    a = QPAttr()
-    a.qp_state, a.pkey_index, a.port_num = e.IBV_QPS_INIT, 0, 1
-    a.qp_access_flags = access
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_ACCESS_FLAGS)
-    a = QPAttr()
-    a.qp_state, a.path_mtu, a.dest_qp_num, a.rq_psn = e.IBV_QPS_RTR, e.IBV_MTU_1024, dest_qpn, 0
-    a.max_dest_rd_atomic, a.min_rnr_timer = 1, 1
-    gr = GlobalRoute(dgid=GID(dgid), sgid_index=gidx, hop_limit=64)
-    a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
-              e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
-    a = QPAttr()
-    a.qp_state, a.timeout, a.retry_cnt, a.rnr_retry, a.sq_psn, a.max_rd_atomic = \
-        e.IBV_QPS_RTS, 8, 1, 1, 0, 1
-    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
-              e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+    # A short retry: a refused local message fails the requester at once anyway.
+    connect_rc(qp, gidx, dgid, dest_qpn, access, timeout=8, retries=1)
 
 
 def wait_wc(cq, what, seconds=30):

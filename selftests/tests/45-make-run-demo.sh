@@ -14,16 +14,9 @@
 DEMO=$(cd "$(dirname "$0")/../.." && pwd)/qemu/demo
 [ -x "$DEMO" ] || fail "$DEMO missing"
 
-unload() {
-	local m
-	for m in "$@"; do
-		modprobe -r "$m" 2>/dev/null || true
-		! grep -q "^$m " /proc/modules || fail "cannot unload $m: $(rdma link show)"
-	done
-}
 
 for run in "both unloaded" "rdma_rxe loaded first"; do
-	unload rdma_rxe ferroce
+	unload_modules rdma_rxe ferroce
 	[ "$run" = "both unloaded" ] || modprobe rdma_rxe
 	echo "== qemu/demo, $run"
 	out=$(timeout 300 "$DEMO" 2>&1) || { echo "$out"; fail "qemu/demo failed ($run)"; }

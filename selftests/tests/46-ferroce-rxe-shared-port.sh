@@ -23,14 +23,7 @@
 cc -O2 -Wall -o /tmp/integrity "$(dirname "$0")/../progs/integrity.c" -libverbs ||
 	fail "cannot build progs/integrity.c"
 
-unload() {
-	local m
-	for m in "$@"; do
-		modprobe -r "$m" 2>/dev/null || true
-		! grep -q "^$m " /proc/modules || fail "cannot unload $m: $(rdma link show)"
-	done
-}
-unload rdma_rxe ferroce
+unload_modules rdma_rxe ferroce
 
 add_netns shb
 add_veth sa0 - 10.84.0.1 sb0 shb 10.84.0.2
@@ -141,12 +134,12 @@ reload_under() { # LABEL BUSY_A BUSY_B -- RELOAD_CMDS...
 }
 reload_rxe() {
 	del_links srxa srxb
-	unload rdma_rxe
+	unload_modules rdma_rxe
 	add_rxe
 }
 reload_ferroce() {
 	del_links sfa sfb
-	unload ferroce
+	unload_modules ferroce
 	add_ferroce
 }
 reload_under "rdma_rxe was unloaded and loaded again" sfa sfb -- reload_rxe
@@ -156,7 +149,7 @@ integrity_pair sfa sfb
 
 # 4. ferroce first, then rdma_rxe.
 del_links srxa srxb sfa sfb
-unload rdma_rxe ferroce
+unload_modules rdma_rxe ferroce
 add_ferroce
 echo "== ferroce alone"
 integrity_pair sfa sfb
