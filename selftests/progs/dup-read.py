@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # A duplicate READ costs a responder only what it served: RC QP A on DEV_A
 # (address IP_A) and B on DEV_B (IP_B) are connected, A reads 8 KiB from B
-# (8 packets at MTU 1024, PSNs 100-107), and then a hostile peer in A's
+# (8 packets at MTU 1024, PSNs 100-107) and then 20 times 64 bytes (PSNs
+# 108-127: the first READ must not be forgotten), and then a hostile peer in A's
 # namespace (this script re-entered there with --inject) sends B READ
 # requests from A's address and port behind B's expected PSN:
 #   stale:   a READ B never served (PSN 50, 64 KiB of B's MR): dropped;
@@ -61,20 +62,28 @@ ctx_b, pd_b, cq_b, qp_b, mr_b = side(dev_b)
 connect_rc(qp_a, gidx_a, ctx_b.query_gid(1, int(gidx_b)), qp_b.qp_num, access, psn=100, rd_atomic=4)
 connect_rc(qp_b, gidx_b, ctx_a.query_gid(1, int(gidx_a)), qp_a.qp_num, access, psn=100, rd_atomic=4)
 mr_b.write(bytes(range(256)) * 256, 65536)
-w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1, sg=[SGE(mr_a.buf, 8192, mr_a.lkey)],
-           send_flags=e.IBV_SEND_SIGNALED)
-w.set_wr_rdma(mr_b.rkey, mr_b.buf)
-qp_a.post_send(w)
-end = time.time() + 30
-while time.time() < end:
-    n, wcs = cq_a.poll(1)
-    if n:
-        break
-    time.sleep(0.01)
-else:
-    sys.exit("the READ did not complete")
-if wcs[0].status != e.IBV_WC_SUCCESS or mr_a.read(8192, 0) != mr_b.read(8192, 0):
-    sys.exit(f"the READ failed: status {wcs[0].status}")
+def read(offset, length):
+    w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+               sg=[SGE(mr_a.buf + offset, length, mr_a.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    w.set_wr_rdma(mr_b.rkey, mr_b.buf + offset)
+    qp_a.post_send(w)
+    end = time.time() + 30
+    while time.time() < end:
+        n, wcs = cq_a.poll(1)
+        if n:
+            break
+        time.sleep(0.01)
+    else:
+        sys.exit("a READ did not complete")
+    if wcs[0].status != e.IBV_WC_SUCCESS or mr_a.read(length, offset) != mr_b.read(length, offset):
+        sys.exit(f"a READ failed: status {wcs[0].status}")
+
+
+read(0, 8192)
+# More READs after it (PSNs 108-127), as many as a requester with a deep READ pipeline has
+# outstanding: the responder must still remember the first.
+for i in range(20):
+    read(16384 + 64 * i, 64)
 
 for case in ["stale", "again", "rest", "forged"]:
     before = sent_pkts(dev_b)

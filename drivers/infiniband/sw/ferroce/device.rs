@@ -14,7 +14,6 @@ use kernel::{
         DeviceParams, LinkLayer, Mr, MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent,
         PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
         Udata, Wc,
-        random,
         wire::{RxPacket, Tunnel},
     },
     str::CStr,
@@ -462,14 +461,10 @@ impl link::Link for Ferroce {
         let srqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let mws = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let gsi_qp = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
-        // Memory keys and QP numbers start at a random key byte per index: a peer cannot
-        // guess the rkey of a fresh device's first MR, nor a QP's number (as rxe's keys).
-        let mut mr_table = KeyTable::new(slots);
-        mr_table.randomize(random::fill);
-        let mut qp_table = KeyTable::new(qp_slots);
-        qp_table.randomize(random::fill);
-        let mr_keys = Arc::pin_init(new_mutex!(mr_table, "ferroce:mr_keys"), GFP_KERNEL)?;
-        let qpns = Arc::pin_init(new_mutex!(qp_table, "ferroce:qpns"), GFP_KERNEL)?;
+        // Key bytes are random (`numbers.rs`): a peer guesses neither a fresh device's first
+        // rkey nor QP number, nor the next key of an index from the last.
+        let mr_keys = Arc::pin_init(new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"), GFP_KERNEL)?;
+        let qpns = Arc::pin_init(new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"), GFP_KERNEL)?;
         let ah_nums = Arc::pin_init(
             new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
             GFP_KERNEL,

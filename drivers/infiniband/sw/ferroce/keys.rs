@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory keys: an lkey/rkey is a 24-bit index into the device's MR table and an 8-bit key
-//! that changes each time the index is reused, so a stale key never reaches a new MR.
+//! that changes (to a random byte) each time the index is reused, so a stale key never reaches
+//! a new MR and a peer cannot guess the next one.
 //!
 //! Pure `core` code: also built and tested on the host (`host-tests/`).
 
@@ -37,24 +38,10 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
         }
     }
 
-    /// Gives every index not in use a last key byte from `random` (which fills a buffer with
-    /// random bytes): an index's first key is then as unpredictable as its later ones, so the
-    /// first MR of a fresh device does not have a key a peer can guess.
-    pub(crate) fn randomize(&mut self, mut random: impl FnMut(&mut [u8])) {
-        let mut bytes = [0u8; 64];
-        for chunk in self.slots.chunks_mut(bytes.len()) {
-            let bytes = &mut bytes[..chunk.len()];
-            random(bytes);
-            for (slot, &r) in chunk.iter_mut().zip(bytes.iter()) {
-                if *slot & IN_USE == 0 {
-                    *slot = r.into();
-                }
-            }
-        }
-    }
-
-    /// Hands out a fresh key.
-    pub(crate) fn alloc(&mut self) -> Result<u32, TableFull> {
+    /// Hands out a fresh key whose key byte is `random` (a random byte: no peer can guess a
+    /// key from the one an index had before, as rxe draws its MR keys), or the byte after it
+    /// if the index had `random` last, so that a stale key never reaches the new object.
+    pub(crate) fn alloc(&mut self, random: u8) -> Result<u32, TableFull> {
         let n = self.slots.len() as u32;
         if n <= FIRST_INDEX {
             return Err(TableFull);
@@ -63,7 +50,8 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
             let index = FIRST_INDEX + (self.next - FIRST_INDEX + i) % (n - FIRST_INDEX);
             let slot = &mut self.slots[index as usize];
             if *slot & IN_USE == 0 {
-                let key = (*slot as u8).wrapping_add(1);
+                let last = *slot as u8;
+                let key = if random == last { random.wrapping_add(1) } else { random };
                 *slot = IN_USE | key as u16;
                 self.next = if index + 1 < n {
                     index + 1

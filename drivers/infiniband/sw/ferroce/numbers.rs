@@ -22,10 +22,18 @@ pub(crate) trait NumberTable: Send + Sync {
     fn free(&self, num: u32);
 }
 
+/// A random key byte for a number.
+fn random_byte() -> u8 {
+    let mut b = [0u8];
+    kernel::rdma::random::fill(&mut b);
+    b[0]
+}
+
 /// MR keys and QP numbers: allocated where sleeping is allowed.
 impl NumberTable for Mutex<KeyTable<KVVec<u16>>> {
     fn alloc(&self) -> Result<u32> {
-        self.lock().alloc().map_err(|_| ENOMEM)
+        let random = random_byte();
+        self.lock().alloc(random).map_err(|_| ENOMEM)
     }
 
     fn free(&self, num: u32) {
@@ -37,7 +45,8 @@ impl NumberTable for Mutex<KeyTable<KVVec<u16>>> {
 /// will look them up from softirq.
 impl NumberTable for SpinLockIrq<KeyTable<KVVec<u16>>> {
     fn alloc(&self) -> Result<u32> {
-        self.lock().alloc().map_err(|_| ENOMEM)
+        let random = random_byte();
+        self.lock().alloc(random).map_err(|_| ENOMEM)
     }
 
     fn free(&self, num: u32) {

@@ -68,8 +68,10 @@ const ACK_EVERY: u32 = 32;
 /// outstanding (it must not be executed twice, and a duplicate whose result is gone is never
 /// answered).
 const SAVED_ATOMICS: usize = limits::MAX_QP_RD_ATOM as usize;
-/// READs a responder remembers to continue their responses.
-const SAVED_READS: usize = 16;
+/// READs a responder remembers, to serve them again: one per READ a requester may have
+/// outstanding (a duplicate of one it forgot would be dropped, and the requester would retry
+/// until its retries run out).
+const SAVED_READS: usize = limits::MAX_QP_RD_ATOM as usize;
 /// `IBV_SEND_FENCE`: wait for the READs and atomics before.
 const FENCE: u32 = 1 << 0;
 /// Packets of READ response a responder sends for one request (in the softirq that received

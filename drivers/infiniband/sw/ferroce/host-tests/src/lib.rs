@@ -516,11 +516,11 @@ int main(void)
     #[test]
     fn keys_are_unique_and_stale_keys_die() {
         let mut t = keys::KeyTable::new(vec![0u16; 4]);
-        let a = t.alloc().unwrap();
-        let b = t.alloc().unwrap();
-        let c = t.alloc().unwrap();
+        let a = t.alloc(1).unwrap();
+        let b = t.alloc(1).unwrap();
+        let c = t.alloc(1).unwrap();
         assert_eq!(
-            t.alloc(),
+            t.alloc(1),
             Err(keys::TableFull),
             "3 keys in a table of 4 slots"
         );
@@ -531,44 +531,35 @@ int main(void)
         assert!(t.is_live(b));
         t.free(b);
         assert!(!t.is_live(b));
-        let b2 = t.alloc().unwrap();
+        let b2 = t.alloc(1).unwrap();
         assert_eq!(b2 >> 8, b >> 8, "the index is reused");
         assert_ne!(b2, b, "with a new key byte");
         t.free(b); // a stale key frees nothing
         assert!(t.is_live(b2));
         assert!(!t.is_live(0) && !t.is_live(0xffff_ffff));
-        // 256 reuses cycle the key byte without ever repeating the live key.
+        // Reuses never repeat the key just freed, whatever byte comes.
         let mut t = keys::KeyTable::new(vec![0u16; 2]);
-        let mut prev = t.alloc().unwrap();
-        for _ in 0..600 {
+        let mut prev = t.alloc(7).unwrap();
+        for i in 0..600u32 {
             t.free(prev);
-            let k = t.alloc().unwrap();
+            let k = t.alloc((i % 3) as u8 + 6).unwrap();
             assert_ne!(k, prev);
             prev = k;
         }
     }
 
     #[test]
-    fn randomized_keys_start_at_the_random_byte() {
-        // A fake generator: 7, 8, 9, ... The first key of index i is the byte given to it + 1.
-        let mut next = 7u8;
-        let mut t = keys::KeyTable::new(vec![0u16; 100]);
-        t.randomize(|buf| {
-            for b in buf.iter_mut() {
-                *b = next;
-                next = next.wrapping_add(1);
-            }
-        });
-        let first = t.alloc().unwrap();
-        assert_eq!(first, 1 << 8 | 9, "index 1 got byte 8");
-        let k = (2..99).map(|_| t.alloc().unwrap()).last().unwrap();
-        assert_eq!(k, 98 << 8 | ((7u32 + 98 + 1) & 0xff));
-        // Live keys keep their byte; the table still refuses stale keys.
-        t.randomize(|buf| buf.fill(0xaa));
-        assert!(t.is_live(first));
-        t.free(first);
-        assert!(!t.is_live(first));
-        assert_eq!(t.alloc().unwrap(), 99 << 8 | 0xab, "a free index took the new byte");
+    fn keys_take_the_random_byte_but_never_the_last() {
+        let mut t = keys::KeyTable::new(vec![0u16; 3]);
+        let a = t.alloc(0x5e).unwrap();
+        assert_eq!(a, 1 << 8 | 0x5e, "the first key of an index is the random byte");
+        let b = t.alloc(0).unwrap();
+        assert_eq!(b, 2 << 8 | 1, "an index that had byte 0 (none yet) skips it");
+        t.free(a);
+        let a2 = t.alloc(0x5e).unwrap();
+        assert_eq!(a2, 1 << 8 | 0x5f, "the same random byte as last time is skipped");
+        t.free(a2);
+        assert_eq!(t.alloc(0x11).unwrap(), 1 << 8 | 0x11, "any other byte is taken");
     }
 
     #[test]
@@ -576,11 +567,11 @@ int main(void)
         // An object whose key byte changed (REG_MR, a window bind: +1 each, as ib_inc_rkey)
         // gives its index back with that byte: the next key of the index is none it had last.
         let mut t = keys::KeyTable::new(vec![0u16; 2]);
-        let k = t.alloc().unwrap();
+        let k = t.alloc(0x40).unwrap();
         let rebound = (k & !0xff) | ((k + 1) & 0xff);
         t.release(rebound);
         assert!(!t.is_live(k) && !t.is_live(rebound));
-        let next = t.alloc().unwrap();
+        let next = t.alloc(0x41).unwrap();
         assert_eq!(next >> 8, k >> 8);
         assert!(next != k && next != rebound, "{next:#x} reuses a recent key");
         t.release(0x0000_0005); // index 0: never in use
