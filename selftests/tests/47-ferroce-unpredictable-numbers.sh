@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# A peer cannot guess a fresh device's first rkey or QP number: each index
-# of the key and QP-number tables starts at a random key byte (as rxe's
-# MR keys do).  Four devices created in turn on the same netdev each give a
+# A peer cannot guess a fresh device's first rkey or QP number: every key
+# and QP number takes a random key byte when allocated (as rxe's MR keys
+# do; the host tests check the rest).  Four devices created in turn on the same netdev each give a
 # process its first MR and QP; their key bytes must not all be the same
 # (they were 0x01 every time: rkey 0x000201, QP 0x000101, say).  Chance of
 # four equal random bytes: 2^-24.
