@@ -235,12 +235,23 @@ server_client() {
 # coefficient r^2 < 0.9") and every figure reads inf.  Such a run says
 # nothing of the device: it is run again, three times at most.
 perftest_pair() {
-	local sns=$1 sdev=$2 sgid=$3 sip=$4 cns=$5 cdev=$6 cgid=$7 tool=$8 out rc try
+	perftest_calibrated perftest_pair_once "$@"
+}
+perftest_pair_once() {
+	local sns=$1 sdev=$2 sgid=$3 sip=$4 cns=$5 cdev=$6 cgid=$7 tool=$8
 	shift 8
+	server_client "$sns" "$sip" "$cns" "$tool" -d "$sdev" -x "$sgid" -F "$@" -- \
+		"$tool" -d "$cdev" -x "$cgid" -F "$@"
+}
+
+# perftest_calibrated CMD...: run CMD (a perftest run that prints the
+# client's output) again, three times at most, while perftest's clock
+# calibration fails; print the last run's output and return its status.
+perftest_calibrated() {
+	local try rc out
 	for try in 1 2 3; do
 		rc=0
-		out=$(server_client "$sns" "$sip" "$cns" "$tool" -d "$sdev" -x "$sgid" -F "$@" -- \
-			"$tool" -d "$cdev" -x "$cgid" -F "$@") || rc=$?
+		out=$("$@") || rc=$?
 		if [ $rc = 0 ] && grep -qF 'Correlation coefficient r^2' <<<"$out" &&
 			! perftest_result "$out" >/dev/null; then
 			echo "(perftest's clock calibration failed, try $try: run again)" >&2
@@ -263,9 +274,13 @@ ibv_lists() {
 }
 
 # perftest_loopback DEV IP TOOL ARGS...: run a perftest server and a client
-# against it on the same device; print the client's output.
+# against it on the same device; print the client's output (run again when
+# the clock calibration fails, as perftest_pair).
 perftest_loopback() {
-	local dev=$1 ip=$2 tool=$3 i rc
+	perftest_calibrated perftest_loopback_once "$@"
+}
+perftest_loopback_once() {
+	local dev=$1 ip=$2 tool=$3 i
 	shift 3
 	timeout 120 "$tool" -d "$dev" -F "$@" >/tmp/perftest-server.log 2>&1 &
 	local server=$!
