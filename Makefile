@@ -5,6 +5,8 @@
 #   make run            build everything, boot the guest, show the RDMA device
 #   make test           build everything, boot the guest, run all selftests
 #   make bench          perftest benchmarks of every soft RDMA device
+#   make soak           30 minutes of lossy wire traffic, kills and link flaps
+#                       (SOAK_MINUTES=N for another length)
 #   make shell          an interactive guest
 #   make kernel         only the guest kernel (cached in ~/.cache/ferroce)
 #   make module         only ferroce.ko
@@ -20,7 +22,7 @@ export FLAVOUR ?= default
 LLVM := 1
 KERNEL = "$$(qemu/kernel dir)"
 
-.PHONY: all setup kernel module test-module provider run test bench shell kernel-series clean
+.PHONY: all setup kernel module test-module provider run test bench soak shell kernel-series clean
 
 all: module provider
 
@@ -47,6 +49,9 @@ test: module test-module provider
 
 bench: module provider
 	qemu/bench/run-host
+
+soak: module provider
+	FERROCE_SOAK_MINUTES=$${SOAK_MINUTES:-30} qemu/run --timeout $$(( ($${SOAK_MINUTES:-30} + 15) * 60 )) -- qemu/soak
 
 shell: module provider
 	qemu/run --shell

@@ -9,7 +9,10 @@
 #   again:   the READ B served (PSN 100, 8 KiB): answered again, 8 packets;
 #   rest:    its second half (PSN 104, va + 4 KiB, 4 KiB): 4 packets;
 #   forged:  its PSN with another length (PSN 100, 64 KiB): dropped.
-# Prints B's sent_pkts for each, as "CASE PACKETS" lines.
+# Prints B's sent_pkts for each, as "CASE PACKETS" lines.  Then A reads 1 MiB
+# (1024 response packets, one request): B sends 16 of them from the softirq
+# that took the request and the rest from the QP's work item; prints
+# "paced PACKETS" (B's paced_pkts).
 #
 # usage: dup-read.py DEV_A GIDX_A IP_A NS_A DEV_B GIDX_B IP_B
 #        dup-read.py --inject IP_A IP_B QPN_B VA RKEY CASE
@@ -51,10 +54,14 @@ def side(name):
     return ctx, pd, cq, qp, MR(pd, 65536, access)
 
 
-def sent_pkts(dev):
+def counter(dev, name):
     out = subprocess.run(["rdma", "statistic", "show", "link", f"{dev}/1"], capture_output=True,
                          text=True, check=True).stdout.split()
-    return int(out[out.index("sent_pkts") + 1])
+    return int(out[out.index(name) + 1])
+
+
+def sent_pkts(dev):
+    return counter(dev, "sent_pkts")
 
 
 ctx_a, pd_a, cq_a, qp_a, mr_a = side(dev_a)
@@ -62,10 +69,11 @@ ctx_b, pd_b, cq_b, qp_b, mr_b = side(dev_b)
 connect_rc(qp_a, gidx_a, ctx_b.query_gid(1, int(gidx_b)), qp_b.qp_num, access, psn=100, rd_atomic=4)
 connect_rc(qp_b, gidx_b, ctx_a.query_gid(1, int(gidx_a)), qp_a.qp_num, access, psn=100, rd_atomic=4)
 mr_b.write(bytes(range(256)) * 256, 65536)
-def read(offset, length):
+def read(offset, length, into=None, src=None):
+    into, src = into or mr_a, src or mr_b
     w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
-               sg=[SGE(mr_a.buf + offset, length, mr_a.lkey)], send_flags=e.IBV_SEND_SIGNALED)
-    w.set_wr_rdma(mr_b.rkey, mr_b.buf + offset)
+               sg=[SGE(into.buf + offset, length, into.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+    w.set_wr_rdma(src.rkey, src.buf + offset)
     qp_a.post_send(w)
     end = time.time() + 30
     while time.time() < end:
@@ -75,7 +83,7 @@ def read(offset, length):
         time.sleep(0.01)
     else:
         sys.exit("a READ did not complete")
-    if wcs[0].status != e.IBV_WC_SUCCESS or mr_a.read(length, offset) != mr_b.read(length, offset):
+    if wcs[0].status != e.IBV_WC_SUCCESS or into.read(length, offset) != src.read(length, offset):
         sys.exit(f"a READ failed: status {wcs[0].status}")
 
 
@@ -91,3 +99,9 @@ for case in ["stale", "again", "rest", "forged"]:
                     str(qp_b.qp_num), str(mr_b.buf), str(mr_b.rkey), case], check=True)
     time.sleep(1)
     print(case, sent_pkts(dev_b) - before, flush=True)
+
+big_a, big_b = MR(pd_a, 1 << 20, access), MR(pd_b, 1 << 20, access)
+big_b.write(bytes(range(251)) * 4177 + bytes((1 << 20) - 251 * 4177), 1 << 20)
+before = counter(dev_b, "paced_pkts")
+read(0, 1 << 20, big_a, big_b)
+print("paced", counter(dev_b, "paced_pkts") - before, flush=True)

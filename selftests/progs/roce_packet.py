@@ -26,6 +26,46 @@ def reth(va, rkey, length):
     return struct.pack(">QII", va, rkey, length)
 
 
+def aeth(syndrome, msn):
+    return struct.pack(">I", ((syndrome & 0xFF) << 24) | (msn & 0xFFFFFF))
+
+
+def atomic_eth(va, rkey, swap_add, compare):
+    return struct.pack(">QIQQ", va, rkey, swap_add, compare)
+
+
+def atomic_ack(orig):
+    return struct.pack(">Q", orig)
+
+
+def imm(value):
+    return struct.pack(">I", value)
+
+
+def ieth(rkey):
+    return struct.pack(">I", rkey)
+
+
+# The extension headers after the BTH of every opcode IBTA defines (RC, UC, UD),
+# in order, and whether it carries a payload: R(ETH), A(ETH), X (AtomicETH),
+# K (AtomicAckETH), I(mmDt), V (IETH), D(ETH).
+LAYOUT = {}
+for base, ops in ((0x00, 0x18), (0x20, 0x0C)):
+    for o in range(ops):
+        hdrs, payload = {
+            0x03: ("I", True), 0x05: ("I", True), 0x06: ("R", True), 0x09: ("I", True),
+            0x0A: ("R", True), 0x0B: ("RI", True), 0x0C: ("R", False), 0x0D: ("A", True),
+            0x0F: ("A", True), 0x10: ("A", True), 0x11: ("A", False), 0x12: ("AK", False),
+            0x13: ("X", False), 0x14: ("X", False), 0x15: (None, False), 0x16: ("V", True),
+            0x17: ("V", True),
+        }.get(o, ("", True))
+        if hdrs is not None:
+            LAYOUT[base | o] = (hdrs, payload)
+LAYOUT[0x1D] = ("R", True)   # RC ATOMIC_WRITE
+LAYOUT[0x64] = ("D", True)   # UD SEND_ONLY
+LAYOUT[0x65] = ("DI", True)  # UD SEND_ONLY_WITH_IMMEDIATE
+
+
 def deth(qkey, src_qp):
     return struct.pack(">II", qkey, src_qp & 0xFFFFFF)
 
@@ -37,7 +77,8 @@ def icrc(packet):
     m[8] = 0xFF                 # TTL
     m[10:12] = b"\xff\xff"      # header checksum
     m[26:28] = b"\xff\xff"      # UDP checksum
-    m[32] = 0xFF                # BTH: FECN, BECN, reserved
+    if len(m) > 32:
+        m[32] = 0xFF            # BTH: FECN, BECN, reserved (a fuzzer's packet may lack it)
     crc = zlib.crc32(b"\xff" * 8 + bytes(m) + packet[40:])
     return struct.pack("<I", crc)
 

@@ -27,4 +27,6 @@ sent() { awk -v c="$1" '$1 == c { print $2 }' <<<"$out"; }
 [ "$(sent forged)" -le 1 ] || fail "a served READ's PSN with another length made it send $(sent forged)"
 [ "$(sent again)" -ge 8 ] || fail "the READ asked again was answered with $(sent again) packets, not 8"
 [ "$(sent rest)" -ge 4 ] || fail "the rest of the READ was answered with $(sent rest) packets, not 4"
-echo "duplicate READs cost only what the responder served"
+[ "$(sent paced)" -ge 1008 ] ||
+	fail "a 1024-packet READ response sent only $(sent paced) packets from the QP's work item"
+echo "duplicate READs cost only what the responder served; long READ responses are paced"

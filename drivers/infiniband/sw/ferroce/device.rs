@@ -56,6 +56,8 @@ pub(crate) struct DeviceData {
     pub(crate) mr_keys: Arc<Mutex<KeyTable<KVVec<u16>>>>,
     /// The serial of the next MR (`MrData::serial`).
     pub(crate) mr_serials: AtomicU64,
+    /// The serial of the next QP (`QpData::serial`).
+    pub(crate) qp_serials: AtomicU64,
     /// Whether QP1 (ib_core's general services QP) exists.
     pub(crate) gsi_qp: Arc<AtomicBool>,
     /// The numbers of the device's QPs (bounded by the table: max_qp).
@@ -486,6 +488,7 @@ impl link::Link for Ferroce {
             gsi_qp,
             mr_keys,
             mr_serials: AtomicU64::new(0),
+            qp_serials: AtomicU64::new(0),
             qpns,
             ah_nums,
             ah_dests,

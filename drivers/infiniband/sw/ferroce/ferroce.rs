@@ -42,8 +42,10 @@ mod opcode;
 mod packet;
 mod psn;
 mod transport;
-// The wire path: packets in and out (wire.rs), the connected transports on it (rc.rs).
+// The wire path: packets in and out (wire.rs), the connected transports on it (rc.rs), a
+// responder's paced replies (reply.rs).
 mod rc;
+mod reply;
 mod wire;
 
 use device::Ferroce;

@@ -33,6 +33,11 @@ use crate::{
 /// What the executor knows of the requester, read under its QP's lock.
 pub(crate) struct Requester {
     pub(crate) qpn: u32,
+    /// The requester's serial (`QpData::serial`).
+    pub(crate) serial: u64,
+    /// Its destination's serial, if a local QP had the destination number when it was set
+    /// (`QpShared::peer_serial`): a QP that got the number since is not the destination.
+    pub(crate) peer_serial: Option<u64>,
     pub(crate) qp_type: QpType,
     pub(crate) dest_qpn: u32,
     pub(crate) peer_local: bool,
@@ -477,7 +482,10 @@ fn run(
         // Another host: connected QPs go through the wire engine (rc.rs), never here.
         return fail(wc_status::GENERAL_ERR);
     }
-    let Some(dest) = dev.qp(req.dest_qpn) else {
+    let Some(dest) = dev
+        .qp(req.dest_qpn)
+        .filter(|d| Some(d.data().serial) == req.peer_serial)
+    else {
         return dropped(req, &dev.data().counters);
     };
     *byte_len = len32;
@@ -564,6 +572,7 @@ fn deliver(
     let resp = match qp::admit(
         dest,
         req.qpn,
+        req.serial,
         req.qp_type,
         req.gids,
         remote_access,
@@ -664,7 +673,7 @@ fn deliver(
 /// Admits a READ, an atomic or (`rd_atomic`: one that takes a READ/atomic resource) a write
 /// into `dest`: no receive WQE, only the state and the access.
 fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32, rd_atomic: bool) -> Result<(), Stop> {
-    match qp::admit(dest, req.qpn, req.qp_type, req.gids, need, None) {
+    match qp::admit(dest, req.qpn, req.serial, req.qp_type, req.gids, need, None) {
         Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
         Ok(r) if rd_atomic && r.max_dest_rd_atomic == 0 => {

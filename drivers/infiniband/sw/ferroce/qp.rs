@@ -36,10 +36,17 @@ pub(crate) struct QpShared {
     /// Whether the destination of an RC/UC QP is a GID of this device (checked when the
     /// address vector is set).
     pub(crate) peer_local: bool,
+    /// The serial (`QpData::serial`) of the local QP that had the destination QP number when
+    /// it was set: direct placement takes messages only from that QP, and sends only to it.
+    /// A QP number comes back to another process once its QP is gone (after at most 255
+    /// others of its index), and that process must not inherit the connection.
+    pub(crate) peer_serial: Option<u64>,
     /// Some caller is executing the send queue (`run_sq`); others leave new work to it. While
     /// it runs, the WQE it executes stays in the ring (the consumer index advances when the
     /// WQE completes) and only it completes or flushes send work.
     pub(crate) sending: bool,
+    /// The `sending` token was handed to the QP's work item.
+    pub(crate) sq_to_work: bool,
     /// The send queue waits for the destination to post a receive (RNR), until kicked.
     rnr_wait: bool,
     /// Times the QP was kicked (a receive it waited for was posted): an executor that finds
@@ -191,6 +198,8 @@ fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
 pub(crate) struct QpData {
     /// The QP's number, held while the QP exists.
     _number: QpNumber,
+    /// Unique among the device's QPs ever created (numbers are reused, serials never).
+    pub(crate) serial: u64,
     pub(crate) init: QpInitAttr,
     /// Taken in any context (kernel users post from softirq, packets arrive in softirq).
     #[pin]
@@ -317,9 +326,11 @@ pub(crate) fn create(
     };
     let qpn = number.get();
     let init = *init;
-    let conn = rc::Conn::new(sq_entries)?;
+    let conn = rc::Conn::new(sq_entries, init.qp_type == QpType::Rc)?;
+    let serial = dev.qp_serials.fetch_add(1, Ordering::Relaxed);
     let data = try_pin_init!(QpData {
         _number: number,
+        serial,
         init,
         state <- new_spinlock_irq!(
             QpShared {
@@ -327,7 +338,9 @@ pub(crate) fn create(
                 sq,
                 rq,
                 peer_local: false,
+                peer_serial: None,
                 sending: false,
+                sq_to_work: false,
                 rnr_wait: false,
                 kicks: 0,
                 resets: 0,
@@ -416,6 +429,9 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         (Some(av), true) => Some(qp.device().gid_is_local(1, &av.dgid)),
         _ => None,
     };
+    // And which QP of this device has the destination number now (for direct placement).
+    let peer_serial = (mask & m::DEST_QPN != 0)
+        .then(|| qp.device().qp(attr.dest_qp_num).map(|peer| peer.data().serial));
     let data = qp.data();
     let mut st = data.state.lock();
     let cur = st.attr.qp_state;
@@ -468,6 +484,9 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     }
     if let Some(local) = peer_local {
         st.peer_local = local;
+    }
+    if let Some(serial) = peer_serial {
+        st.peer_serial = serial;
     }
     let mut after = After::default();
     if next != cur {
@@ -554,7 +573,7 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
                 if !qp.is_user() && kernel::rdma::context::in_interrupt() {
                     // A kernel user posting from softirq (or with it disabled): the work,
                     // however long, is not done there; the QP's work item takes the token.
-                    qp.queue_work();
+                    defer_sq(qp);
                     return Ok(());
                 }
                 // A user's doorbell is a system call of the QP's owner: its own time, which
@@ -624,10 +643,21 @@ fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
     run_sq(qp, may_sleep, Budget::UntilDone);
 }
 
-/// The QP's work item: executes the send queue that `run_sq` could not execute where it was
-/// asked to (it holds the token).
+/// Hands the send queue's token (`sending`, which the caller holds) to the QP's work item.
+fn defer_sq(qp: &Qp<Ferroce>) {
+    qp.data().state.lock().sq_to_work = true;
+    qp.queue_work();
+}
+
+/// The QP's work item: sends the responder's replies and executes the send queue, where
+/// their tokens were handed to it (`run_sq` could not execute the queue where it was asked
+/// to; a responder's replies are paced, `reply.rs`).
 pub(crate) fn run_deferred(qp: &Qp<Ferroce>) {
-    run_sq(qp, true, Budget::UntilDone);
+    crate::reply::send_deferred(qp);
+    let sq = core::mem::take(&mut qp.data().state.lock().sq_to_work);
+    if sq {
+        run_sq(qp, true, Budget::UntilDone);
+    }
 }
 
 /// The largest part of a send WQE the executor reads: the header, then up to 32 SGEs or 512
@@ -658,7 +688,7 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
         // A kernel user posted with interrupts off (ib_mad does, under its queue's lock):
         // nothing may be transmitted here. The QP's work item executes the queue (the token
         // passes on to it).
-        qp.queue_work();
+        defer_sq(qp);
         return;
     }
     let data = qp.data();
@@ -695,6 +725,8 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
         }
         let req = placement::Requester {
             qpn: qp.qp_num(),
+            serial: data.serial,
+            peer_serial: st.peer_serial,
             qp_type: data.init.qp_type,
             dest_qpn: st.attr.dest_qp_num,
             peer_local: st.peer_local,
@@ -787,14 +819,16 @@ pub(crate) enum Refusal {
 /// `access`.
 ///
 /// A connected QP takes messages only from the peer it is connected to, on this device: its
-/// peer is local, its destination QP is `from`, and its address vector names `from`'s GIDs the
-/// other way round, which is what the wire checks of a packet (`rc::receive`). A QP connected
+/// peer is local, its destination QP is `from` (the very QP that had that number when the
+/// destination was set: `from_serial`), and its address vector names `from`'s GIDs the other
+/// way round, which is what the wire checks of a packet (`rc::receive`). A QP connected
 /// to another host, or to another GID, takes nothing by direct placement, whichever local QP
 /// names it.
 fn takes(
     dest: &Qp<Ferroce>,
     st: &QpShared,
     from: u32,
+    from_serial: u64,
     from_type: QpType,
     gids: Option<([u8; 16], [u8; 16])>,
     qkey: u32,
@@ -809,6 +843,7 @@ fn takes(
         QpType::Rc | QpType::Uc => {
             qp_type == from_type
                 && st.attr.dest_qp_num == from
+                && st.peer_serial == Some(from_serial)
                 && st.peer_local
                 && st
                     .attr
@@ -838,6 +873,7 @@ fn takes(
 pub(crate) fn admit(
     dest: &Qp<Ferroce>,
     from: u32,
+    from_serial: u64,
     from_type: QpType,
     gids: Option<([u8; 16], [u8; 16])>,
     access: u32,
@@ -846,7 +882,7 @@ pub(crate) fn admit(
     let data = dest.data();
     let mut guard = data.state.lock();
     let st = &mut *guard;
-    takes(dest, st, from, from_type, gids, 0, access)?;
+    takes(dest, st, from, from_serial, from_type, gids, 0, access)?;
     let mut resp = Responder {
         wqe_len: None,
         max_sge: st.attr.cap.max_recv_sge,
@@ -959,7 +995,8 @@ pub(crate) fn receive_datagram(
     let mut after = After::default();
     let mut guard = dest.data().state.lock();
     let st = &mut *guard;
-    if takes(dest, st, from, from_type, None, qkey, 0).is_err() {
+    // (A datagram names no connection: the sender's serial does not matter.)
+    if takes(dest, st, from, 0, from_type, None, qkey, 0).is_err() {
         return false;
     }
     let cqe = match st.rq.as_mut() {

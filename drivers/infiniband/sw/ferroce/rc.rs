@@ -30,20 +30,21 @@ use core::sync::atomic::Ordering;
 use kernel::{
     alloc::KVec,
     prelude::*,
-    rdma::{access, AddressVector, Qp, QpState, QpToken, QpType},
+    rdma::{access, Qp, QpState, QpToken, QpType},
 };
 
 use crate::{
     abi::{self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as wop, Cqe, SendWqe, WqeUnion},
     bth::Bth,
     device::Ferroce,
-    eth::{Aeth, AtomicEth, Reth},
+    eth::{AtomicEth, Reth},
     limits,
     opcode::{self, op},
     packet::{Headers, Parsed, Route},
     placement::{self, Fault, Source, Walk},
     psn,
     qp::{After, QpShared, RECV_WQE_MAX, SEND_WQE_MAX},
+    reply::{self, ack, nak, Offer, Reply, ReplyQueue, READ_BURST},
     stats::{Counters, Stat},
     transport::{self, NakCode, Syndrome},
     wire::{self, TxError},
@@ -74,11 +75,6 @@ const SAVED_ATOMICS: usize = limits::MAX_QP_RD_ATOM as usize;
 const SAVED_READS: usize = limits::MAX_QP_RD_ATOM as usize;
 /// `IBV_SEND_FENCE`: wait for the READs and atomics before.
 const FENCE: u32 = 1 << 0;
-/// Packets of READ response a responder sends for one request (in the softirq that received
-/// it; a foreign requester asks for the rest, as rxe does after its timeout). ferroce's
-/// requester never asks for more at once: it splits a READ into requests of this many
-/// response packets at most, each sent once the one before is answered.
-const READ_BURST: u32 = 1024;
 
 /// Where the READ request that covers offset `off` of a READ of `len` bytes ends: READs are
 /// asked for in chunks of [`READ_BURST`] packets, at fixed offsets.
@@ -246,11 +242,15 @@ pub(crate) struct Conn {
     /// which continues its response with MIDDLE/LAST packets) is served again.
     reads: KVec<SavedRead>,
     read_next: usize,
+    /// Replies waiting to be sent, in order (READ responses are paced).
+    pub(crate) out: ReplyQueue,
 }
 
 impl Conn {
-    /// The state of a QP whose send queue has `sq_entries` entries.
-    pub(crate) fn new(sq_entries: u32) -> Result<Self> {
+    /// The state of a QP whose send queue has `sq_entries` entries; only an RC QP (`rc`)
+    /// keeps READ and atomic responder resources and a reply queue (a UD QP costs little).
+    pub(crate) fn new(sq_entries: u32, rc: bool) -> Result<Self> {
+        let resources = if rc { SAVED_READS } else { 0 };
         let mut recs = KVec::with_capacity(sq_entries as usize, GFP_KERNEL)?;
         for _ in 0..sq_entries {
             recs.push(Rec::default(), GFP_KERNEL)?;
@@ -280,10 +280,11 @@ impl Conn {
             msg: InMsg::None,
             recv: None,
             recv_wqe: KBox::new([0u8; RECV_WQE_MAX], GFP_KERNEL)?,
-            atomics: KVec::from_elem((0, 0, false), SAVED_ATOMICS, GFP_KERNEL)?,
+            atomics: KVec::from_elem((0, 0, false), if rc { SAVED_ATOMICS } else { 0 }, GFP_KERNEL)?,
             atomic_next: 0,
-            reads: KVec::from_elem(SavedRead::default(), SAVED_READS, GFP_KERNEL)?,
+            reads: KVec::from_elem(SavedRead::default(), resources, GFP_KERNEL)?,
             read_next: 0,
+            out: ReplyQueue::new(rc)?,
         })
     }
 
@@ -346,6 +347,7 @@ impl Conn {
         self.msn = 0;
         self.atomics.iter_mut().for_each(|a| *a = (0, 0, false));
         self.reads.iter_mut().for_each(|r| *r = SavedRead::default());
+        self.out.clear();
     }
 
     /// The PSNs a modify set: the responder's expected one, the requester's next one.
@@ -403,7 +405,8 @@ impl Conn {
     }
 }
 
-fn mtu_of(st: &QpShared) -> u32 {
+/// The QP's path MTU in bytes.
+pub(crate) fn mtu_of(st: &QpShared) -> u32 {
     256u32 << st.attr.path_mtu.clamp(1, 5).saturating_sub(1)
 }
 
@@ -1339,36 +1342,6 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
     progress(qp, st);
 }
 
-/// What a responder sends back once the QP's lock is dropped.
-enum Reply {
-    None,
-    Ack { psn: u32, syndrome: u8, msn: u32 },
-    /// `mid`: the response continues one cut short (its first packet is not a FIRST).
-    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, mid: bool },
-    Atomic { psn: u32, orig: u64, msn: u32 },
-    /// An ATOMIC_WRITE done: an RDMA READ response ONLY without payload.
-    ReadAck { psn: u32, msn: u32 },
-}
-
-fn ack(psn: u32, msn: u32) -> Reply {
-    Reply::Ack {
-        psn,
-        syndrome: Syndrome::Ack {
-            credits: transport::CREDITS_INVALID,
-        }
-        .to_byte(),
-        msn,
-    }
-}
-
-fn nak(psn: u32, code: NakCode, msn: u32) -> Reply {
-    Reply::Ack {
-        psn,
-        syndrome: Syndrome::Nak(code).to_byte(),
-        msn,
-    }
-}
-
 /// The kinds of request a packet belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -1609,14 +1582,18 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
                         Some((reth, at))
                     });
                     match resumed {
-                        Some((reth, at)) if read_allowed(qp, st, &reth) => Reply::Read {
+                        Some((reth, at)) if read_allowed(qp, st, &reth) => {
+                            // Asked again from here: what is queued from here on goes.
+                            st.conn.out.cut_reads_from(bpsn);
+                            Reply::Read {
                             psn: bpsn,
                             va: reth.va,
                             rkey: reth.rkey,
                             len: reth.dma_len,
                             msn,
                             mid: at > 0,
-                        },
+                            }
+                        }
                         _ => {
                             counters.add(Stat::Dropped, 1);
                             Reply::None
@@ -1888,117 +1865,6 @@ fn on_request(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut A
     }
 }
 
-/// Where a responder's replies go, read under the lock.
-struct Back {
-    av: AddressVector,
-    dest_qpn: u32,
-    mtu: u32,
-}
-
-/// Sends a responder's reply.
-fn send_reply(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
-    let dev = qp.device();
-    let Some(netdev) = dev.data().netdev() else { return };
-    let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
-    let bth = |opc: u8, p: u32| Bth {
-        opcode: opcode::RC | opc,
-        pkey: wire::DEFAULT_PKEY,
-        dest_qp: back.dest_qpn,
-        psn: p,
-        ..Bth::default()
-    };
-    let ack_syndrome = Syndrome::Ack {
-        credits: transport::CREDITS_INVALID,
-    }
-    .to_byte();
-    match reply {
-        Reply::None => {}
-        Reply::Ack { psn, syndrome, msn } => {
-            let h = Headers {
-                bth: bth(op::ACKNOWLEDGE, psn),
-                aeth: Some(Aeth { syndrome, msn }),
-                ..Headers::default()
-            };
-            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
-        }
-        Reply::Atomic { psn, orig, msn } => {
-            let h = Headers {
-                bth: bth(op::ATOMIC_ACKNOWLEDGE, psn),
-                aeth: Some(Aeth {
-                    syndrome: ack_syndrome,
-                    msn,
-                }),
-                atomic_ack: Some(orig),
-                ..Headers::default()
-            };
-            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
-        }
-        Reply::ReadAck { psn, msn } => {
-            let h = Headers {
-                bth: bth(op::RDMA_READ_RESPONSE_ONLY, psn),
-                aeth: Some(Aeth {
-                    syndrome: ack_syndrome,
-                    msn,
-                }),
-                ..Headers::default()
-            };
-            let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
-        }
-        Reply::Read {
-            psn: first,
-            va,
-            rkey,
-            len,
-            msn,
-            mid,
-        } => {
-            let remote = placement::one_sge(va, len.into(), rkey);
-            let mut from = Walk::remote(qp, access::REMOTE_READ, &remote);
-            let (mut off, mut p) = (0u32, first);
-            loop {
-                let chunk = back.mtu.min(len - off);
-                let (f, l) = (off == 0 && !mid, off + chunk == len);
-                let opc = match (f, l) {
-                    (true, true) => op::RDMA_READ_RESPONSE_ONLY,
-                    (true, false) => op::RDMA_READ_RESPONSE_FIRST,
-                    (false, false) => op::RDMA_READ_RESPONSE_MIDDLE,
-                    (false, true) => op::RDMA_READ_RESPONSE_LAST,
-                };
-                let h = Headers {
-                    bth: bth(opc, p),
-                    aeth: (f || l).then_some(Aeth {
-                        syndrome: ack_syndrome,
-                        msn,
-                    }),
-                    ..Headers::default()
-                };
-                let fill = |out: &mut [u8]| from.gather(out);
-                if let Err(TxError::Fill(_)) =
-                    wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill)
-                {
-                    // The memory went away (deregistered) after the request was checked.
-                    let n = Headers {
-                        bth: bth(op::ACKNOWLEDGE, p),
-                        aeth: Some(Aeth {
-                            syndrome: Syndrome::Nak(NakCode::RemoteAccessError).to_byte(),
-                            msn,
-                        }),
-                        ..Headers::default()
-                    };
-                    let _ = wire::transmit::<()>(dev, &netdev, &route, &n, 0, |_| Ok(()));
-                    return;
-                }
-                off += chunk;
-                p = psn::add(p, 1);
-                if l || psn::diff(p, first) as u32 >= READ_BURST {
-                    // Done, or the burst is: the requester asks for the rest.
-                    return;
-                }
-            }
-        }
-    }
-}
-
 /// A packet of a connected transport for `qp` (softirq).
 pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     let data = qp.data();
@@ -2051,15 +1917,19 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     } else {
         reply = on_request(qp, st, p, &mut after);
     }
-    let back = st.attr.av.map(|av| Back {
-        av,
-        dest_qpn: st.attr.dest_qp_num,
-        mtu: mtu_of(st),
-    });
+    let mtu = mtu_of(st);
+    let offer = st.conn.out.offer(reply, mtu);
+    let back = reply::Back::of(st, mtu);
     drop(guard);
     after.run(qp, false);
-    if let Some(back) = back {
-        send_reply(qp, &back, reply);
+    match offer {
+        Offer::Now(reply) => {
+            if let Some(back) = back {
+                reply::send(qp, &back, reply);
+            }
+        }
+        Offer::Send => reply::send_queued(qp, false),
+        Offer::Nothing | Offer::Queued => {}
     }
     if resume {
         run(qp, false);

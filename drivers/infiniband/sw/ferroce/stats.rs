@@ -42,9 +42,16 @@ pub(crate) enum Stat {
     DupRequests,
     /// Packets dropped for a bad ICRC, a malformed header or a P_Key not ours.
     BadPkts,
+    /// Well-formed packets for no QP of the device (a late packet of a destroyed connection,
+    /// or a guess). Every packet the port hands the device counts once in `bad_pkts`,
+    /// `no_qp_pkts` or `rcvd_pkts`.
+    NoQpPkts,
+    /// Reply packets (READ responses) a responder sent from the QP's work item, not from the
+    /// softirq of the request that asked for them (`reply.rs`).
+    PacedPkts,
 }
 
-const COUNT: usize = Stat::BadPkts as usize + 1;
+const COUNT: usize = Stat::PacedPkts as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -63,6 +70,8 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("seq_errors")),
     Counter::new(c_str!("dup_requests")),
     Counter::new(c_str!("bad_pkts")),
+    Counter::new(c_str!("no_qp_pkts")),
+    Counter::new(c_str!("paced_pkts")),
 ];
 
 /// The counters of a device (it has one port).

@@ -164,7 +164,7 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
     }
     let Some(qp) = dev.qp(p.hdr.bth.dest_qp) else {
         // No such QP (any more): a late packet of a destroyed connection.
-        counters.add(Stat::Dropped, 1);
+        counters.add(Stat::NoQpPkts, 1);
         return;
     };
     counters.add(Stat::RcvdPkts, 1);
@@ -186,7 +186,8 @@ pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
 fn receive_datagram(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     let counters = &qp.device().data().counters;
     let Some(deth) = p.hdr.deth else {
-        counters.add(Stat::BadPkts, 1);
+        // Counted in `rcvd_pkts` already (a UD opcode always has a DETH).
+        counters.add(Stat::Dropped, 1);
         return;
     };
     let header = p.grh();

@@ -10,6 +10,7 @@ use crate::{
     grh, icrc,
     opcode::{self, hdr, op, RC, UC, UD},
     packet::{self, Headers, Parsed, Reject, Route},
+    psn,
     rxe_packets,
 };
 
@@ -651,4 +652,40 @@ fn no_input_panics() {
         let _ = packet::packet_len(&routes()[rng.below(2)], opcode, rng.below(70_000));
     }
     assert!(accepted > 1000, "the noise reached the decoder: {accepted}");
+}
+
+/// PSN arithmetic holds everywhere on the 24-bit circle, across the wrap included: adding `n`
+/// (less than half the circle) moves `n` after, `diff` is antisymmetric, `before` agrees, and
+/// every result stays within 24 bits, whatever high bits the inputs carry.
+#[test]
+fn psn_arithmetic_is_a_circle() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let half = 1u32 << 23;
+    let mut near_wrap = 0;
+    for round in 0..500_000u32 {
+        let a = match round % 4 {
+            // Around the wrap and around zero, where mistakes hide.
+            0 => psn::MASK - rng.below(64) as u32,
+            1 => rng.below(64) as u32,
+            _ => rng.next() as u32,
+        };
+        let n = match round % 3 {
+            0 => rng.below(4096) as u32,
+            1 => half - 1 - rng.below(4096) as u32,
+            _ => rng.next() as u32 % half,
+        };
+        let b = psn::add(a, n);
+        assert!(b <= psn::MASK);
+        let a24 = a & psn::MASK;
+        if b < a24 {
+            near_wrap += 1;
+        }
+        assert_eq!(psn::diff(b, a), n as i32, "{a:#x} + {n:#x}");
+        assert_eq!(psn::diff(a, b), -(n as i32));
+        assert_eq!(psn::before(a, b), n != 0);
+        assert!(!psn::before(b, a));
+        // Going back: adding the complement on the circle returns to the start.
+        assert_eq!(psn::add(b, (1 << 24) - n), a24);
+    }
+    assert!(near_wrap > 10_000, "the wrap was crossed {near_wrap} times");
 }
