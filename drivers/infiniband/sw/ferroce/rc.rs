@@ -1919,6 +1919,11 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     }
     let mtu = mtu_of(st);
     let offer = st.conn.out.offer(reply, mtu);
+    if matches!(offer, Offer::Dropped) {
+        counters.add(Stat::Dropped, 1);
+        // Not sent: the next packet out of sequence may NAK again.
+        st.conn.nak_sent = false;
+    }
     let back = reply::Back::of(st, mtu);
     drop(guard);
     after.run(qp, false);
@@ -1929,7 +1934,7 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
             }
         }
         Offer::Send => reply::send_queued(qp, false),
-        Offer::Nothing | Offer::Queued => {}
+        Offer::Nothing | Offer::Queued | Offer::Dropped => {}
     }
     if resume {
         run(qp, false);

@@ -14,14 +14,19 @@
 //! A reply that finds the queue empty and nobody sending goes out at once (acknowledgements of
 //! SENDs and WRITEs cost no more than before); behind a READ it waits its turn, since a later
 //! acknowledgement must not overtake a READ's response (the requester would take the READ's
-//! response for lost). Plain acknowledgements queued in a row are merged (the later one
+//! response for lost). The queue stays in PSN order: a reply to a duplicate request is put
+//! where its PSN goes. Plain acknowledgements queued in a row are merged (the later one
 //! acknowledges what the earlier did); when the ring is full a reply is dropped, as the wire
-//! may drop it: the requester times out and asks again, and a duplicate READ is served from
-//! what the responder remembers (`rc.rs`).
+//! may drop it (the requester times out and asks again, and a duplicate READ is served from
+//! what the responder remembers, `rc.rs`), but a NAK has the last [`NAK_ROOM`] slots to
+//! itself.
 //!
 //! A duplicate READ (the requester went back) replaces the READ responses queued from its PSN
 //! on, so a requester that asks again, or anybody who replays its requests, does not make the
 //! responder send the same packets twice over.
+//!
+//! A responder that enters the error state still sends what it queued, up to the NAK that put
+//! it there (IBTA: the NAK goes out, then the QP is in error); only a reset empties the queue.
 
 use kernel::{
     alloc::KVec,
@@ -37,7 +42,7 @@ use crate::{
     packet::Headers,
     placement::{self, Walk},
     psn,
-    qp::QpShared,
+    qp::{After, QpShared},
     rc,
     stats::Stat,
     transport::{self, NakCode, Syndrome},
@@ -57,6 +62,9 @@ const WORK_PACKETS: u32 = 256;
 /// Replies a queue holds: a READ or an atomic for every request a requester may have
 /// outstanding ([`crate::limits::MAX_QP_RD_ATOM`]), NAKs and acknowledgements between them.
 const QUEUE: usize = 2 * crate::limits::MAX_QP_RD_ATOM as usize;
+/// Slots of a queue only NAKs take: a NAK is never dropped for a queue full of responses
+/// (a lost sequence-error NAK is not sent again until the requester times out).
+const NAK_ROOM: usize = 8;
 
 /// What a responder sends back for a request.
 #[derive(Clone, Copy)]
@@ -115,6 +123,25 @@ enum Queued {
 }
 
 impl Queued {
+    /// The PSN of the next packet it sends.
+    fn psn(&self) -> u32 {
+        match *self {
+            Queued::Read(r) => r.psn,
+            Queued::Other(
+                Reply::Ack { psn, .. }
+                | Reply::Atomic { psn, .. }
+                | Reply::ReadAck { psn, .. }
+                | Reply::Read { psn, .. },
+            ) => psn,
+            Queued::Other(Reply::None) => 0,
+        }
+    }
+
+    fn is_nak(&self) -> bool {
+        matches!(self, Queued::Other(Reply::Ack { syndrome, .. })
+            if !matches!(Syndrome::from_byte(*syndrome), Some(Syndrome::Ack { .. })))
+    }
+
     fn is_plain_ack(&self) -> bool {
         matches!(self, Queued::Other(Reply::Ack { syndrome, .. })
             if matches!(Syndrome::from_byte(*syndrome), Some(Syndrome::Ack { .. })))
@@ -129,8 +156,10 @@ pub(crate) enum Offer {
     Now(Reply),
     /// Queued; the caller took the token and calls [`send_queued`] once it dropped the lock.
     Send,
-    /// Queued behind the replies a sender is sending (or dropped, the queue being full).
+    /// Queued behind the replies a sender is sending.
     Queued,
+    /// Dropped: the queue is full.
+    Dropped,
 }
 
 /// A responder's replies waiting to be sent (under the QP's lock).
@@ -196,19 +225,36 @@ impl ReplyQueue {
                 Queued::Other(other)
             }
         };
-        let merge = queued.is_plain_ack() && self.len > 0 && self.at(self.len - 1).is_some_and(|q| q.is_plain_ack());
+        // Where its PSN goes: at the end, unless it answers a duplicate request.
+        let mut at = self.len;
+        while at > 0 && self.at(at - 1).is_some_and(|q| psn::diff(q.psn(), queued.psn()) > 0) {
+            at -= 1;
+        }
+        let merge = at == self.len
+            && at > 0
+            && queued.is_plain_ack()
+            && self.at(at - 1).is_some_and(|q| q.is_plain_ack());
         if merge {
-            if let Some(last) = self.at_mut(self.len - 1) {
+            if let Some(last) = self.at_mut(at - 1) {
                 *last = queued;
             }
-        } else if self.len < self.ring.len() {
-            let i = self.len;
+        } else {
+            let room = if queued.is_nak() { self.ring.len() } else { self.ring.len().saturating_sub(NAK_ROOM) };
+            if self.len >= room {
+                return Offer::Dropped;
+            }
             self.len += 1;
-            if let Some(slot) = self.at_mut(i) {
+            let mut i = self.len - 1;
+            while i > at {
+                let Some(&prev) = self.at(i - 1) else { break };
+                if let Some(slot) = self.at_mut(i) {
+                    *slot = prev;
+                }
+                i -= 1;
+            }
+            if let Some(slot) = self.at_mut(at) {
                 *slot = queued;
             }
-        } else {
-            return Offer::Queued;
         }
         if self.sending {
             return Offer::Queued;
@@ -317,12 +363,10 @@ pub(crate) fn send_queued(qp: &Qp<Ferroce>, in_work: bool) {
         let mut st = qp.data().state.lock();
         let mtu = rc::mtu_of(&st);
         let back = Back::of(&st, mtu);
-        let live = matches!(
-            st.attr.qp_state,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        );
+        // (In ERR the queue drains: it ends with the NAK that put the QP there.)
+        let reset = matches!(st.attr.qp_state, QpState::Reset | QpState::Init);
         let q = &mut st.conn.out;
-        if !live || back.is_none() {
+        if reset || back.is_none() {
             q.clear();
         }
         let Some(back) = back.filter(|_| q.len > 0) else {
@@ -349,7 +393,14 @@ pub(crate) fn send_queued(qp: &Qp<Ferroce>, in_work: bool) {
             Queued::Other(reply) => send(qp, &back, reply),
             Queued::Read(r) => {
                 if !send_read(qp, &back, &r) {
-                    qp.data().state.lock().conn.out.drop_read(&r);
+                    // NAKed (remote access error): the responder is in error, as for a
+                    // request refused when it came.
+                    let mut after = After::default();
+                    let mut st = qp.data().state.lock();
+                    st.conn.out.drop_read(&r);
+                    st.enter_error(qp, &mut after);
+                    drop(st);
+                    after.run(qp, in_work);
                 }
             }
         }

@@ -46,8 +46,9 @@ pub(crate) enum Stat {
     /// or a guess). Every packet the port hands the device counts once in `bad_pkts`,
     /// `no_qp_pkts` or `rcvd_pkts`.
     NoQpPkts,
-    /// Reply packets (READ responses) a responder sent from the QP's work item, not from the
-    /// softirq of the request that asked for them (`reply.rs`).
+    /// Reply packets a responder sent from the QP's work item, not from the softirq of the
+    /// request that asked for them: READ responses paced, and the replies queued behind them
+    /// (`reply.rs`).
     PacedPkts,
 }
 
