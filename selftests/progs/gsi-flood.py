@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sends COUNT UD datagrams of SIZE bytes from a user QP on DEV (source GID
 # index SGID) to QP 1 of the host at the IPv4 address DEST, with QP 1's
-# Q_Key: what any local user can do (6.12 lets a user QP take the
-# controlled Q_Key 0x80010000).  Datagrams longer than a MAD must not
-# consume QP 1's receive buffers.
+# Q_Key: what any host on the network can send (locally, only a user with
+# CAP_NET_RAW may take the controlled Q_Key 0x80010000: the test runs as
+# root).  Datagrams longer than a MAD must not consume QP 1's receive
+# buffers.
 #
 # usage: gsi-flood.py DEV SGID DEST COUNT SIZE
 import sys

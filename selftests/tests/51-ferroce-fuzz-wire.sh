@@ -54,6 +54,14 @@ integrity() { # LABEL ITERATIONS SEED
 	/tmp/integrity -s 65536 -t 60 -b fzb -x "$ga" -X "$gb" fza "$2" "$3" >"/tmp/integrity-$1.log" 2>&1
 }
 
+# Counted before any traffic, and again once all of it is over.
+declare -A udp0 taken0 bad0
+for ns in fza fzb; do
+	udp0[$ns]=$(udp_in $ns)
+	taken0[$ns]=$(taken $ns)
+	bad0[$ns]=$(counter $ns bad_pkts)
+done
+
 # The bystander: integrity runs back to back until the fuzzing is over.
 rm -f /tmp/fuzz-over
 (
@@ -65,13 +73,6 @@ rm -f /tmp/fuzz-over
 	echo "bystander: $i integrity runs passed"
 ) >/tmp/bystander.log 2>&1 &
 bystander=$!
-
-declare -A udp0 taken0 bad0
-for ns in fza fzb; do
-	udp0[$ns]=$(udp_in $ns)
-	taken0[$ns]=$(taken $ns)
-	bad0[$ns]=$(counter $ns bad_pkts)
-done
 
 out=$(timeout 1000 /usr/bin/python3 "$PROGS/fuzz-wire.py" fza "$ga" 10.67.0.1 fza \
 	fzb "$gb" 10.67.0.2 fzb "$PACKETS" "$SEED" 2>&1) || { echo "$out"; fail "fuzz-wire.py"; }
@@ -85,6 +86,7 @@ bad_icrc=$(awk '$1 == "bad_icrc" { print $2 }' <<<"$out")
 [ "$injected" -ge $((PACKETS * 99 / 100)) ] || fail "only $injected of $PACKETS packets were sent"
 
 # Every datagram to the port reached the device and was counted once.
+sleep 2
 bad_total=0
 for ns in fza fzb; do
 	rdma statistic show link "$ns/1"
