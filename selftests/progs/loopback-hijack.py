@@ -9,10 +9,9 @@
 #
 # usage: loopback-hijack.py DEV GIDX RGID
 import sys
-import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from pyverbs_rc import connect_rc  # noqa: E402
+from pyverbs_rc import connect_rc, wait_wc  # noqa: E402
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
@@ -36,16 +35,6 @@ def rc_qp(cq):
 def connect(qp, dgid, dest_qpn):
     # A short retry: a refused local message fails the requester at once anyway.
     connect_rc(qp, gidx, dgid, dest_qpn, access, timeout=8, retries=1)
-
-
-def wait_wc(cq, what, seconds=30):
-    end = time.time() + seconds
-    while time.time() < end:
-        n, wcs = cq.poll(1)
-        if n:
-            return wcs[0]
-        time.sleep(0.01)
-    sys.exit(f"no completion for {what} in {seconds} s")
 
 
 own = str(ctx.query_gid(1, gidx))

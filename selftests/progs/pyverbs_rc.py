@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Connecting a pyverbs RC QP by hand (INIT, RTR, RTS), for test programs
-# that need every number of the connection under their control.
+# that need every number of the connection under their control, and
+# waiting for one completion.
+import sys
+import time
+
 from pyverbs.addr import AHAttr, GID, GlobalRoute
 from pyverbs.qp import QPAttr
 import pyverbs.enums as e
@@ -25,3 +29,14 @@ def connect_rc(qp, gidx, dgid, dest_qpn, access, psn=0, rd_atomic=1, timeout=14,
         e.IBV_QPS_RTS, timeout, retries, retries, psn, rd_atomic
     qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY |
               e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
+def wait_wc(cq, what, seconds=30):
+    """The next completion on `cq`; exits naming `what` if none comes within `seconds`."""
+    end = time.time() + seconds
+    while time.time() < end:
+        n, wcs = cq.poll(1)
+        if n:
+            return wcs[0]
+        time.sleep(0.01)
+    sys.exit(f"no completion for {what} in {seconds} s")

@@ -13,10 +13,9 @@
 #
 # usage: recycled-qpn.py DEV GIDX
 import sys
-import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from pyverbs_rc import connect_rc  # noqa: E402
+from pyverbs_rc import connect_rc, wait_wc  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
@@ -41,16 +40,6 @@ def rc_qp(cq):
 
 def connect(qp, dest_qpn):
     connect_rc(qp, gidx, own, dest_qpn, access, timeout=8, retries=1)
-
-
-def wait_wc(cq, what, seconds=30):
-    end = time.time() + seconds
-    while time.time() < end:
-        n, wcs = cq.poll(1)
-        if n:
-            return wcs[0]
-        time.sleep(0.01)
-    sys.exit(f"no completion for {what} in {seconds} s")
 
 
 v, p = rc_qp(vcq), rc_qp(acq)
