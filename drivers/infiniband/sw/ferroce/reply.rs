@@ -3,8 +3,8 @@
 //! A responder's replies on the wire (RC): acknowledgements, atomic acknowledgements and RDMA
 //! READ responses, sent in the order of the requests they answer.
 //!
-//! One READ request of 60 bytes asks for up to [`READ_BURST`] response packets. They are not
-//! all sent by the softirq that received the request: replies wait in the QP's
+//! One READ request of 60 bytes asks for up to [`limits::READ_BURST`] response packets. They
+//! are not all sent by the softirq that received the request: replies wait in the QP's
 //! [`ReplyQueue`] (a bounded ring, in request order), and one sender at a time (the queue's
 //! `sending` token) sends them, at most [`SOFTIRQ_PACKETS`] per received packet; then the QP's
 //! work item takes the token and sends [`WORK_PACKETS`] per run, queueing itself again until
@@ -38,6 +38,7 @@ use crate::{
     bth::Bth,
     device::Ferroce,
     eth::Aeth,
+    limits,
     opcode::{self, op},
     packet::Headers,
     placement::{self, Walk},
@@ -49,19 +50,14 @@ use crate::{
     wire::{self, TxError},
 };
 
-/// Packets of READ response a responder sends for one request: a foreign requester asks for
-/// the rest, as rxe does after its timeout. ferroce's requester never asks for more at once:
-/// it splits a READ into requests of this many response packets at most, each sent once the
-/// one before is answered.
-pub(crate) const READ_BURST: u32 = 1024;
 /// Reply packets one received packet may send from softirq; the QP's work item sends the rest.
 const SOFTIRQ_PACKETS: u32 = 16;
 /// Reply packets one run of the QP's work item sends before it queues itself again (other
 /// QPs' work runs in between).
 const WORK_PACKETS: u32 = 256;
 /// Replies a queue holds: a READ or an atomic for every request a requester may have
-/// outstanding ([`crate::limits::MAX_QP_RD_ATOM`]), NAKs and acknowledgements between them.
-const QUEUE: usize = 2 * crate::limits::MAX_QP_RD_ATOM as usize;
+/// outstanding ([`limits::MAX_QP_RD_ATOM`]), NAKs and acknowledgements between them.
+const QUEUE: usize = 2 * limits::MAX_QP_RD_ATOM as usize;
 /// Slots of a queue only NAKs take: a NAK is never dropped for a queue full of responses
 /// (a lost sequence-error NAK is not sent again until the requester times out).
 const NAK_ROOM: usize = 8;
@@ -70,13 +66,31 @@ const NAK_ROOM: usize = 8;
 #[derive(Clone, Copy)]
 pub(crate) enum Reply {
     None,
-    Ack { psn: u32, syndrome: u8, msn: u32 },
+    Ack {
+        psn: u32,
+        syndrome: u8,
+        msn: u32,
+    },
     /// The response to the READ of `len` bytes at `va` asked for at `psn`; `mid`: it continues
     /// one cut short (its first packet is not a FIRST).
-    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, mid: bool },
-    Atomic { psn: u32, orig: u64, msn: u32 },
+    Read {
+        psn: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        msn: u32,
+        mid: bool,
+    },
+    Atomic {
+        psn: u32,
+        orig: u64,
+        msn: u32,
+    },
     /// An ATOMIC_WRITE done: an RDMA READ response ONLY without payload.
-    ReadAck { psn: u32, msn: u32 },
+    ReadAck {
+        psn: u32,
+        msn: u32,
+    },
 }
 
 /// An acknowledgement of everything up to `psn`.
@@ -178,7 +192,11 @@ impl ReplyQueue {
     /// The queue of an RC QP (`rc`); other QPs send no replies and get an empty one.
     pub(crate) fn new(rc: bool) -> Result<Self> {
         Ok(ReplyQueue {
-            ring: KVec::from_elem(Queued::Other(Reply::None), if rc { QUEUE } else { 0 }, GFP_KERNEL)?,
+            ring: KVec::from_elem(
+                Queued::Other(Reply::None),
+                if rc { QUEUE } else { 0 },
+                GFP_KERNEL,
+            )?,
             head: 0,
             len: 0,
             sending: false,
@@ -209,14 +227,21 @@ impl ReplyQueue {
     pub(crate) fn offer(&mut self, reply: Reply, mtu: u32) -> Offer {
         let queued = match reply {
             Reply::None => return Offer::Nothing,
-            Reply::Read { psn, va, rkey, len, msn, mid } => Queued::Read(ReadPart {
+            Reply::Read {
+                psn,
+                va,
+                rkey,
+                len,
+                msn,
+                mid,
+            } => Queued::Read(ReadPart {
                 psn,
                 va,
                 rkey,
                 left: len,
                 msn,
                 mid,
-                pkts: len.div_ceil(mtu.max(1)).clamp(1, READ_BURST),
+                pkts: len.div_ceil(mtu.max(1)).clamp(1, limits::READ_BURST),
             }),
             other => {
                 if !self.sending && self.len == 0 {
@@ -227,7 +252,11 @@ impl ReplyQueue {
         };
         // Where its PSN goes: at the end, unless it answers a duplicate request.
         let mut at = self.len;
-        while at > 0 && self.at(at - 1).is_some_and(|q| psn::diff(q.psn(), queued.psn()) > 0) {
+        while at > 0
+            && self
+                .at(at - 1)
+                .is_some_and(|q| psn::diff(q.psn(), queued.psn()) > 0)
+        {
             at -= 1;
         }
         let merge = at == self.len
@@ -239,7 +268,11 @@ impl ReplyQueue {
                 *last = queued;
             }
         } else {
-            let room = if queued.is_nak() { self.ring.len() } else { self.ring.len().saturating_sub(NAK_ROOM) };
+            let room = if queued.is_nak() {
+                self.ring.len()
+            } else {
+                self.ring.len().saturating_sub(NAK_ROOM)
+            };
             if self.len >= room {
                 return Offer::Dropped;
             }
@@ -357,7 +390,11 @@ impl Back {
 /// [`ReplyQueue::offer`], or it is the QP's work item, to which the token was handed): a few
 /// packets in softirq, more in the work item (`in_work`), then the work item goes on.
 pub(crate) fn send_queued(qp: &Qp<Ferroce>, in_work: bool) {
-    let budget = if in_work { WORK_PACKETS } else { SOFTIRQ_PACKETS };
+    let budget = if in_work {
+        WORK_PACKETS
+    } else {
+        SOFTIRQ_PACKETS
+    };
     let mut sent = 0u32;
     loop {
         let mut st = qp.data().state.lock();
@@ -435,7 +472,9 @@ fn ack_syndrome() -> u8 {
 /// Sends one reply now (a READ response is sent from the queue only).
 pub(crate) fn send(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
     let dev = qp.device();
-    let Some(netdev) = dev.data().netdev() else { return };
+    let Some(netdev) = dev.data().netdev() else {
+        return;
+    };
     let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
     let h = match reply {
         // READ responses always go through the queue ([`ReplyQueue::offer`]).
@@ -471,7 +510,9 @@ pub(crate) fn send(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
 /// returns `false`).
 fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
     let dev = qp.device();
-    let Some(netdev) = dev.data().netdev() else { return true };
+    let Some(netdev) = dev.data().netdev() else {
+        return true;
+    };
     let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
     let remote = placement::one_sge(r.va, r.left.into(), r.rkey);
     let mut from = Walk::remote(qp, access::REMOTE_READ, &remote);
@@ -494,7 +535,9 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
             ..Headers::default()
         };
         let fill = |out: &mut [u8]| from.gather(out);
-        if let Err(TxError::Fill(_)) = wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill) {
+        if let Err(TxError::Fill(_)) =
+            wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill)
+        {
             let n = Headers {
                 bth: bth(back, op::ACKNOWLEDGE, p),
                 aeth: Some(Aeth {

@@ -34,6 +34,10 @@ mod psn;
 mod rxe_packets;
 #[path = "../../transport.rs"]
 mod transport;
+#[path = "../../rc/window.rs"]
+mod window;
+#[cfg(test)]
+mod window_tests;
 
 #[cfg(test)]
 mod tests {
@@ -271,7 +275,10 @@ int main(void)
         assert_eq!(abi::Cqe::from_bytes(&c.to_bytes()), c);
         // A kernel CQE's network type: `enum rdma_network_type` in `reserved0`.
         assert_eq!(c.to_bytes()[47], abi::RDMA_NETWORK_IPV6);
-        let v4 = abi::Cqe { network: Some(true), ..c };
+        let v4 = abi::Cqe {
+            network: Some(true),
+            ..c
+        };
         assert_eq!(v4.to_bytes()[47], abi::RDMA_NETWORK_IPV4);
         assert_eq!(abi::Cqe::from_bytes(&v4.to_bytes()), v4);
         assert_eq!(abi::kernel_wc_flags(0), 0);
@@ -502,7 +509,10 @@ int main(void)
         assert_eq!(abi::ring_entries(65537, limits::MAX_CQE), None);
         // Every queue's entries, rounded up, stay within what is advertised.
         for max in [limits::MAX_CQE, limits::MAX_QP_WR, limits::MAX_SRQ_WR] {
-            assert!(max.is_power_of_two(), "a maximum that rounds up past itself");
+            assert!(
+                max.is_power_of_two(),
+                "a maximum that rounds up past itself"
+            );
             assert_eq!(abi::ring_entries(max, max), Some(max));
         }
         assert_eq!(abi::queue_bytes(4, abi::CQE_SIZE), Some(256 + 256));
@@ -552,14 +562,30 @@ int main(void)
     fn keys_take_the_random_byte_but_never_the_last() {
         let mut t = keys::KeyTable::new(vec![0u16; 3]);
         let a = t.alloc(0x5e).unwrap();
-        assert_eq!(a, 1 << 8 | 0x5e, "the first key of an index is the random byte");
+        assert_eq!(
+            a,
+            1 << 8 | 0x5e,
+            "the first key of an index is the random byte"
+        );
         let b = t.alloc(0).unwrap();
-        assert_eq!(b, 2 << 8 | 1, "an index that had byte 0 (none yet) skips it");
+        assert_eq!(
+            b,
+            2 << 8 | 1,
+            "an index that had byte 0 (none yet) skips it"
+        );
         t.free(a);
         let a2 = t.alloc(0x5e).unwrap();
-        assert_eq!(a2, 1 << 8 | 0x5f, "the same random byte as last time is skipped");
+        assert_eq!(
+            a2,
+            1 << 8 | 0x5f,
+            "the same random byte as last time is skipped"
+        );
         t.free(a2);
-        assert_eq!(t.alloc(0x11).unwrap(), 1 << 8 | 0x11, "any other byte is taken");
+        assert_eq!(
+            t.alloc(0x11).unwrap(),
+            1 << 8 | 0x11,
+            "any other byte is taken"
+        );
     }
 
     #[test]
@@ -573,7 +599,10 @@ int main(void)
         assert!(!t.is_live(k) && !t.is_live(rebound));
         let next = t.alloc(0x41).unwrap();
         assert_eq!(next >> 8, k >> 8);
-        assert!(next != k && next != rebound, "{next:#x} reuses a recent key");
+        assert!(
+            next != k && next != rebound,
+            "{next:#x} reuses a recent key"
+        );
         t.release(0x0000_0005); // index 0: never in use
         t.release(next + 0x100); // an index past the table
         assert!(t.is_live(next));
@@ -658,7 +687,11 @@ int main(void)
             for &b in data {
                 crc ^= u32::from(b);
                 for _ in 0..8 {
-                    crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+                    crc = if crc & 1 != 0 {
+                        (crc >> 1) ^ 0xedb8_8320
+                    } else {
+                        crc >> 1
+                    };
                 }
             }
             crc
