@@ -6,8 +6,8 @@
 //! registers devices with [`device::Device::register`]. ib_core allocates the device and the
 //! per-object structures; the driver's data lives inside those allocations, pin-initialised in
 //! place by this layer and dropped when ib_core frees them (or when creation fails after the
-//! driver's part succeeded). Each object's module holds its type and its ops callbacks. Soft-RoCE drivers create devices
-//! from `rdma link add` through [`link::Registration`].
+//! driver's part succeeded). Each object's module holds its type and its ops callbacks.
+//! Soft-RoCE drivers create devices from `rdma link add` through [`link::Registration`].
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
@@ -50,12 +50,12 @@ pub use mmap::SharedBuffer;
 pub use mr::{access, rereg, Mr, MrChange};
 pub use mw::{Mw, MwType};
 pub use pd::Pd;
-pub use registry::Held;
 pub use qp::{
     mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpType,
 };
-pub use stats::Counter;
+pub use registry::Held;
 pub use srq::{mask as srq_mask, Srq, SrqAttr, SrqEvent};
+pub use stats::Counter;
 pub use ucontext::UContext;
 pub use udata::Udata;
 pub use umem::Umem;

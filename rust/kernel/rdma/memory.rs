@@ -89,16 +89,26 @@ impl<'a> Piece<'a> {
     ///
     /// `from` and `to` must each point to `n` bytes of a piece (or of a buffer of this
     /// kernel's): mapped, or kernel users' memory in the direct map.
-    unsafe fn copy(to: *mut u8, to_kernel: bool, from: *const u8, from_kernel: bool, n: usize) -> Result {
+    unsafe fn copy(
+        to: *mut u8,
+        to_kernel: bool,
+        from: *const u8,
+        from_kernel: bool,
+        n: usize,
+    ) -> Result {
         let fault = |r: crate::ffi::c_long| if r == 0 { Ok(()) } else { Err(EFAULT) };
         match (to_kernel, from_kernel) {
             // SAFETY: Both mapped (the caller's promise); `copy` allows overlap (one MR may be
             // registered twice, or a message may land on its own source).
             (false, false) => Ok(unsafe { core::ptr::copy(from, to, n) }),
             // SAFETY: `to` is mapped; the read of `from` is checked.
-            (false, true) => fault(unsafe { bindings::copy_from_kernel_nofault(to.cast(), from.cast(), n) }),
+            (false, true) => {
+                fault(unsafe { bindings::copy_from_kernel_nofault(to.cast(), from.cast(), n) })
+            }
             // SAFETY: `from` is mapped; the write to `to` is checked.
-            (true, false) => fault(unsafe { bindings::copy_to_kernel_nofault(to.cast(), from.cast(), n) }),
+            (true, false) => {
+                fault(unsafe { bindings::copy_to_kernel_nofault(to.cast(), from.cast(), n) })
+            }
             (true, true) => {
                 let mut bounce = [0u8; BOUNCE];
                 let mut done = 0;
@@ -108,8 +118,16 @@ impl<'a> Piece<'a> {
                     // SAFETY: `done + step` <= n, within both ranges; `bounce` is this
                     // stack's, `step` bytes long; each kernel access is checked.
                     unsafe {
-                        fault(bindings::copy_from_kernel_nofault(b.cast(), from.add(done).cast(), step))?;
-                        fault(bindings::copy_to_kernel_nofault(to.add(done).cast(), b.cast(), step))?;
+                        fault(bindings::copy_from_kernel_nofault(
+                            b.cast(),
+                            from.add(done).cast(),
+                            step,
+                        ))?;
+                        fault(bindings::copy_to_kernel_nofault(
+                            to.add(done).cast(),
+                            b.cast(),
+                            step,
+                        ))?;
                     }
                     done += step;
                 }

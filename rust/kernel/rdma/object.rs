@@ -34,7 +34,16 @@ macro_rules! ib_object {
         }
     )*};
 }
-ib_object!(ib_ucontext, ib_pd, ib_cq, ib_mr, ib_mw, ib_ah, ib_qp, ib_srq);
+ib_object!(
+    ib_ucontext,
+    ib_pd,
+    ib_cq,
+    ib_mr,
+    ib_mw,
+    ib_ah,
+    ib_qp,
+    ib_srq
+);
 
 /// Calls an object's asynchronous event handler (`event_handler(&ev, context)`, the calling
 /// convention of QPs, CQs and SRQs), if it has one.

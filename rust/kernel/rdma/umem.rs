@@ -93,7 +93,9 @@ impl Umem {
             return None;
         }
         let pos = self.first_offset + offset;
-        let len = (PAGE_SIZE - pos % PAGE_SIZE).min(self.len - offset).min(max);
+        let len = (PAGE_SIZE - pos % PAGE_SIZE)
+            .min(self.len - offset)
+            .min(max);
         // `pos / PAGE_SIZE` is in bounds: `pos` < first_offset + len, which `pages` covers.
         let va = self.pages[pos / PAGE_SIZE] + pos % PAGE_SIZE;
         // SAFETY: `len` bytes at `va` are inside one page pinned for as long as `self` lives.

@@ -183,7 +183,7 @@ impl Cqe {
     }
 
     /// The C layout, native byte order.
-    pub(crate) fn to_bytes(&self) -> [u8; CQE_SIZE] {
+    pub(crate) fn to_bytes(self) -> [u8; CQE_SIZE] {
         let mut b = [0u8; CQE_SIZE];
         b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
         let words = [
@@ -308,7 +308,7 @@ pub(crate) enum WqeUnion {
 }
 
 impl SendWqe {
-    pub(crate) fn to_bytes(&self) -> [u8; SEND_WQE_HEADER] {
+    pub(crate) fn to_bytes(self) -> [u8; SEND_WQE_HEADER] {
         let mut b = [0u8; SEND_WQE_HEADER];
         let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
         put(0, &self.wr_id.to_ne_bytes());

@@ -56,7 +56,7 @@ impl Bth {
     }
 
     /// The wire form; reserved bits are zero, 24-bit fields are masked.
-    pub(crate) fn to_bytes(&self) -> [u8; BTH_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; BTH_BYTES] {
         let mut b = [0u8; BTH_BYTES];
         b[0] = self.opcode;
         b[1] = u8::from(self.se) << 7

@@ -277,7 +277,11 @@ pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
             ex: c.imm_data,
             src_qp: c.src_qp,
             wc_flags: abi::kernel_wc_flags(c.wc_flags)
-                | if c.network.is_some() { kernel::rdma::wr::wc_flags::WITH_NETWORK_HDR_TYPE } else { 0 },
+                | if c.network.is_some() {
+                    kernel::rdma::wr::wc_flags::WITH_NETWORK_HDR_TYPE
+                } else {
+                    0
+                },
             pkey_index: c.pkey_index,
             sl: c.sl,
             port_num: c.port_num.into(),

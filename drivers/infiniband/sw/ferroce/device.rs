@@ -10,11 +10,11 @@ use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
     rdma::{
-        self, device_cap, link, AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr,
-        DeviceParams, LinkLayer, Mr, MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent,
-        PortImmutable, PortState, Qp, QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext,
-        Udata, Wc,
+        self, device_cap, link,
         wire::{RxPacket, Tunnel},
+        AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams, LinkLayer, Mr,
+        MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent, PortImmutable, PortState, Qp,
+        QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
     },
     str::CStr,
     sync::{Arc, Mutex, SpinLockIrq},
@@ -465,8 +465,14 @@ impl link::Link for Ferroce {
         let gsi_qp = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
         // Key bytes are random (`numbers.rs`): a peer guesses neither a fresh device's first
         // rkey nor QP number, nor the next key of an index from the last.
-        let mr_keys = Arc::pin_init(new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"), GFP_KERNEL)?;
-        let qpns = Arc::pin_init(new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"), GFP_KERNEL)?;
+        let mr_keys = Arc::pin_init(
+            new_mutex!(KeyTable::new(slots), "ferroce:mr_keys"),
+            GFP_KERNEL,
+        )?;
+        let qpns = Arc::pin_init(
+            new_mutex!(KeyTable::new(qp_slots), "ferroce:qpns"),
+            GFP_KERNEL,
+        )?;
         let ah_nums = Arc::pin_init(
             new_spinlock_irq!(KeyTable::new(ah_slots), "ferroce:ah_nums"),
             GFP_KERNEL,

@@ -31,7 +31,7 @@ impl Deth {
         })
     }
 
-    pub(crate) fn to_bytes(&self) -> [u8; DETH_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; DETH_BYTES] {
         let mut b = [0u8; DETH_BYTES];
         b[0..4].copy_from_slice(&self.qkey.to_be_bytes());
         b[4..8].copy_from_slice(&(self.src_qp & 0xff_ffff).to_be_bytes());
@@ -57,7 +57,7 @@ impl Reth {
         })
     }
 
-    pub(crate) fn to_bytes(&self) -> [u8; RETH_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; RETH_BYTES] {
         let mut b = [0u8; RETH_BYTES];
         b[0..8].copy_from_slice(&self.va.to_be_bytes());
         b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
@@ -87,7 +87,7 @@ impl AtomicEth {
         })
     }
 
-    pub(crate) fn to_bytes(&self) -> [u8; ATOMIC_ETH_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; ATOMIC_ETH_BYTES] {
         let mut b = [0u8; ATOMIC_ETH_BYTES];
         b[0..8].copy_from_slice(&self.va.to_be_bytes());
         b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
@@ -114,7 +114,7 @@ impl Aeth {
         })
     }
 
-    pub(crate) fn to_bytes(&self) -> [u8; AETH_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; AETH_BYTES] {
         (u32::from(self.syndrome) << 24 | self.msn & 0xff_ffff).to_be_bytes()
     }
 }

@@ -51,7 +51,11 @@ impl<S: DerefMut<Target = [u16]>> KeyTable<S> {
             let slot = &mut self.slots[index as usize];
             if *slot & IN_USE == 0 {
                 let last = *slot as u8;
-                let key = if random == last { random.wrapping_add(1) } else { random };
+                let key = if random == last {
+                    random.wrapping_add(1)
+                } else {
+                    random
+                };
                 *slot = IN_USE | key as u16;
                 self.next = if index + 1 < n {
                     index + 1

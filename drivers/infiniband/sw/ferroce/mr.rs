@@ -159,9 +159,16 @@ pub(crate) fn locate(mr: &Mr<Ferroce>, key: u32, addr: u64, len: u64, need: u32)
 /// The piece of `mr`'s memory `at` bytes into the range `place`: up to `max` bytes, never past a
 /// page. `None` if the memory is not there (a kernel user's address outside the direct map,
 /// a page list shorter than registered).
-pub(crate) fn piece<'a>(mr: &'a Mr<Ferroce>, place: &Place, at: usize, max: usize) -> Option<Piece<'a>> {
+pub(crate) fn piece<'a>(
+    mr: &'a Mr<Ferroce>,
+    place: &Place,
+    at: usize,
+    max: usize,
+) -> Option<Piece<'a>> {
     match (place, &mr.data().memory) {
-        (Place::User { offset }, Memory::User { umem, .. }) => umem.piece(offset.checked_add(at)?, max),
+        (Place::User { offset }, Memory::User { umem, .. }) => {
+            umem.piece(offset.checked_add(at)?, max)
+        }
         (Place::Kernel { addr }, Memory::Dma) => {
             mr.kernel_memory()?.piece(addr.checked_add(at as u64)?, max)
         }
@@ -170,7 +177,8 @@ pub(crate) fn piece<'a>(mr: &'a Mr<Ferroce>, place: &Place, at: usize, max: usiz
             let (page, within) = (pos.checked_div(*page_size)?, pos.checked_rem(*page_size)?);
             let base = mr.data().pages.get(page)?.load(Ordering::Relaxed);
             let max = max.min(page_size - within);
-            mr.kernel_memory()?.piece(base.checked_add(within as u64)?, max)
+            mr.kernel_memory()?
+                .piece(base.checked_add(within as u64)?, max)
         }
         _ => None,
     }
@@ -249,7 +257,10 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
 /// A new key for an MR of `pd`'s device, and the MR's serial.
 fn new_key(pd: &Pd<Ferroce>) -> Result<(MemKey, u64)> {
     let data = pd.device().data();
-    Ok((MemKey::take(&data.mr_keys)?, data.mr_serials.fetch_add(1, Ordering::Relaxed)))
+    Ok((
+        MemKey::take(&data.mr_keys)?,
+        data.mr_serials.fetch_add(1, Ordering::Relaxed),
+    ))
 }
 
 pub(crate) fn reg_user(
@@ -363,7 +374,13 @@ pub(crate) fn alloc_fast(
         }
         Ok(pages)
     };
-    Ok(MrData::new(Memory::Fast, (list()?, list()?), 0, 0, new_key(pd)?))
+    Ok(MrData::new(
+        Memory::Fast,
+        (list()?, list()?),
+        0,
+        0,
+        new_key(pd)?,
+    ))
 }
 
 /// `map_mr_sg` starts: the MR's page list is rebuilt (for the next REG_MR; a registration in
@@ -384,7 +401,11 @@ pub(crate) fn map_page(mr: &Mr<Ferroce>, addr: u64) -> Result {
         Memory::Fast => {
             let mut f = mr.data().fast.lock();
             let at = f.mapped;
-            mr.data().mapped.get(at).ok_or(ENOMEM)?.store(addr, Ordering::Relaxed);
+            mr.data()
+                .mapped
+                .get(at)
+                .ok_or(ENOMEM)?
+                .store(addr, Ordering::Relaxed);
             f.mapped = at + 1;
             Ok(())
         }

@@ -127,7 +127,9 @@ pub(crate) fn bind(qp: &Qp<Ferroce>, wr: &WqeUnion) -> Result<(), u32> {
             || mr_access & access::MW_BIND == 0
             || (acc & writes != 0 && mr_access & access::LOCAL_WRITE == 0)
             || addr < start
-            || addr.checked_add(length).is_none_or(|end| end > start + len)
+            || addr
+                .checked_add(length)
+                .map_or(true, |end| end > start + len)
         {
             return fail;
         }
@@ -193,7 +195,10 @@ pub(crate) fn resolve(
     }
     let ty = mw.data().ty;
     let b = *mw.data().binding.lock();
-    let inside = addr >= b.addr && addr.checked_add(len).is_some_and(|end| end <= b.addr + b.length);
+    let inside = addr >= b.addr
+        && addr
+            .checked_add(len)
+            .is_some_and(|end| end <= b.addr + b.length);
     let ok = b.rkey == rkey
         && b.valid
         && b.length > 0

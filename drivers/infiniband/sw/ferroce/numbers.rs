@@ -104,7 +104,8 @@ impl MemKey {
     /// The key takes the key byte of `key` (its index stays).
     pub(crate) fn set_byte(&self, key: u32) {
         let now = self.get();
-        self.key.store((now & !0xff) | (key & 0xff), Ordering::Relaxed);
+        self.key
+            .store((now & !0xff) | (key & 0xff), Ordering::Relaxed);
     }
 }
 

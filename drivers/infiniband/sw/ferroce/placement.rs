@@ -20,8 +20,8 @@ use kernel::{
 
 use crate::{
     abi::{
-        self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, RingSge,
-        SendWqe, WqeUnion,
+        self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, RingSge, SendWqe,
+        WqeUnion,
     },
     ah,
     device::{active_mtu, Ferroce},
@@ -96,14 +96,31 @@ impl Range<'_> {
     /// The naturally aligned 8-byte word at the start of the range, for an atomic; `None` if
     /// it is not aligned in memory (it may be in the MR's address space).
     pub(crate) fn atomic_word(&self) -> Option<&AtomicU64> {
-        self.piece(0, 8).filter(|p| p.len() == 8)?.atomic_u64(0).ok()
+        self.piece(0, 8)
+            .filter(|p| p.len() == 8)?
+            .atomic_u64(0)
+            .ok()
     }
 }
 
 /// Finds `len` bytes at `addr` under the rkey `key` for a remote access of `need` served by
 /// `qp`: an MR of its PD, or a memory window of it (bound to `qp`, if of type 2).
-pub(crate) fn find_remote(qp: &Qp<Ferroce>, key: u32, addr: u64, len: usize, need: u32) -> Option<Range<'_>> {
-    find_for(qp.device(), qp.pd_id(), Some(qp.qp_num()), key, addr, len, need)
+pub(crate) fn find_remote(
+    qp: &Qp<Ferroce>,
+    key: u32,
+    addr: u64,
+    len: usize,
+    need: u32,
+) -> Option<Range<'_>> {
+    find_for(
+        qp.device(),
+        qp.pd_id(),
+        Some(qp.qp_num()),
+        key,
+        addr,
+        len,
+        need,
+    )
 }
 
 /// Finds `len` bytes at `addr` under `key` for a QP of the PD `pd`, allowing `need`: an lkey,
@@ -121,13 +138,19 @@ fn find_for(
     let (mr, key, need) = match dev.mr(key) {
         Some(mr) => (mr, key, need),
         None => {
-            let (mr_key, serial) = crate::mw::resolve(dev, pd, remote?, key, addr, len as u64, need)?;
+            let (mr_key, serial) =
+                crate::mw::resolve(dev, pd, remote?, key, addr, len as u64, need)?;
             let mr = dev.mr(mr_key)?;
             // Still the MR bound (not a new one at its index), still open to windows, and
             // locally writable if the window writes (IBTA C10-73, C10-74, checked again now as
             // the MR's access may have changed since the bind).
             let writes = access::REMOTE_WRITE | access::REMOTE_ATOMIC;
-            let mr_need = access::MW_BIND | if need & writes != 0 { access::LOCAL_WRITE } else { 0 };
+            let mr_need = access::MW_BIND
+                | if need & writes != 0 {
+                    access::LOCAL_WRITE
+                } else {
+                    0
+                };
             if mr.data().serial != serial {
                 return None;
             }
@@ -233,9 +256,7 @@ impl<'a, 's> Walk<'a, 's> {
                 return Err(Fault::Length);
             }
             let r = self.cur.as_ref().ok_or(Fault::Source)?;
-            let piece = r
-                .piece(self.used, out.len() - done)
-                .ok_or(Fault::Source)?;
+            let piece = r.piece(self.used, out.len() - done).ok_or(Fault::Source)?;
             let n = piece.len();
             piece
                 .read(0, &mut out[done..done + n])
@@ -415,10 +436,7 @@ fn run(
     let is_atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
     let allowed = match req.qp_type {
         QpType::Rc => {
-            is_send
-                || is_write
-                || is_atomic
-                || matches!(w.opcode, op::RDMA_READ | op::ATOMIC_WRITE)
+            is_send || is_write || is_atomic || matches!(w.opcode, op::RDMA_READ | op::ATOMIC_WRITE)
         }
         QpType::Uc => is_send || is_write,
         QpType::Ud | QpType::Gsi => matches!(w.opcode, op::SEND | op::SEND_WITH_IMM),
@@ -466,8 +484,15 @@ fn run(
     let dev = qp.device();
     // The requester checks its own memory before anything goes out: local data to send, or
     // local room for what a READ or an atomic brings back.
-    let need_local = if is_send || is_write { 0 } else { access::LOCAL_WRITE };
-    if Walk::new(dev, qp.pd_id(), need_local, sges).check_all().is_err() {
+    let need_local = if is_send || is_write {
+        0
+    } else {
+        access::LOCAL_WRITE
+    };
+    if Walk::new(dev, qp.pd_id(), need_local, sges)
+        .check_all()
+        .is_err()
+    {
         return fail(wc_status::LOC_PROT_ERR);
     }
     let src = || match inline_bytes {
@@ -494,7 +519,12 @@ fn run(
             let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
             let inv = (w.opcode == op::SEND_WITH_INV).then_some(w.imm_data);
             deliver(req, &dest, w, 0, imm, inv, len32, |dst| {
-                place(dst.ok_or(Fault::Length)?, &mut src(), len as usize, req.may_sleep)
+                place(
+                    dst.ok_or(Fault::Length)?,
+                    &mut src(),
+                    len as usize,
+                    req.may_sleep,
+                )
             })
         }
         op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
@@ -514,14 +544,23 @@ fn run(
                     return nak(req, &dest, wc_status::REM_ACCESS_ERR);
                 }
             }
-            deliver(req, &dest, w, access::REMOTE_WRITE, imm, None, len32, |_| {
-                let mut to = Walk::remote(&dest, access::REMOTE_WRITE, &remote);
-                place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
-                    // Out of the remote range, not short of receive buffers.
-                    Fault::Length => Fault::Dest,
-                    f => f,
-                })
-            })
+            deliver(
+                req,
+                &dest,
+                w,
+                access::REMOTE_WRITE,
+                imm,
+                None,
+                len32,
+                |_| {
+                    let mut to = Walk::remote(&dest, access::REMOTE_WRITE, &remote);
+                    place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
+                        // Out of the remote range, not short of receive buffers.
+                        Fault::Length => Fault::Dest,
+                        f => f,
+                    })
+                },
+            )
         }
         op::RDMA_READ => read(qp, req, &dest, w, sges, len),
         op::ATOMIC_WRITE => atomic_write(req, &dest, w),
@@ -533,9 +572,14 @@ fn run(
 /// reaches it; `None` for the other opcodes. `Err` is the completion status.
 pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), u32>> {
     match (w.opcode, w.wr) {
-        (op::REG_MR, WqeUnion::Reg { mr_key, key, access }) => {
-            Some(mr::register(qp, mr_key, key, access))
-        }
+        (
+            op::REG_MR,
+            WqeUnion::Reg {
+                mr_key,
+                key,
+                access,
+            },
+        ) => Some(mr::register(qp, mr_key, key, access)),
         (op::REG_MR, _) => Some(Err(wc_status::LOC_QP_OP_ERR)),
         (op::LOCAL_INV, _) => Some(if mr::invalidate(qp, w.imm_data) {
             Ok(())
@@ -589,8 +633,9 @@ fn deliver(
     let (wr_id, placed) = match resp.wqe_len {
         None => (0, copy(None)),
         Some(wqe_len) => {
-            let hdr: &[u8; abi::RECV_WQE_HEADER] =
-                buf.first_chunk().ok_or(Stop::Status(wc_status::REM_OP_ERR))?;
+            let hdr: &[u8; abi::RECV_WQE_HEADER] = buf
+                .first_chunk()
+                .ok_or(Stop::Status(wc_status::REM_OP_ERR))?;
             let num = abi::recv_wqe_num_sge(hdr);
             let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
             let r = if num > resp.max_sge || end > wqe_len {
@@ -630,9 +675,8 @@ fn deliver(
     };
     // RC puts the responder in error where it NAKs (but not for the requester's own fault);
     // UC drops the message and goes on.
-    let fail_dest = req.qp_type == QpType::Rc
-        && result.is_err()
-        && !matches!(placed, Err(Fault::Source));
+    let fail_dest =
+        req.qp_type == QpType::Rc && result.is_err() && !matches!(placed, Err(Fault::Source));
     if resp.wqe_len.is_some() {
         let mut cqe = Cqe {
             wr_id,
@@ -672,7 +716,12 @@ fn deliver(
 
 /// Admits a READ, an atomic or (`rd_atomic`: one that takes a READ/atomic resource) a write
 /// into `dest`: no receive WQE, only the state and the access.
-fn admit_remote(req: &Requester, dest: &Qp<Ferroce>, need: u32, rd_atomic: bool) -> Result<(), Stop> {
+fn admit_remote(
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    need: u32,
+    rd_atomic: bool,
+) -> Result<(), Stop> {
     match qp::admit(dest, req.qpn, req.serial, req.qp_type, req.gids, need, None) {
         Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
@@ -702,7 +751,12 @@ fn read(
     let remote = one_sge(remote_addr, len, rkey);
     let from = Walk::remote(dest, access::REMOTE_READ, &remote);
     let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
-    match place(&mut to, &mut Source::Walk(from), len as usize, req.may_sleep) {
+    match place(
+        &mut to,
+        &mut Source::Walk(from),
+        len as usize,
+        req.may_sleep,
+    ) {
         Ok(()) => {
             let counters = &dev.data().counters;
             counters.add(Stat::RcvdMsgs, 1);
@@ -817,7 +871,10 @@ fn datagram(
         return fail(wc_status::LOC_QP_OP_ERR);
     };
     // A datagram is one packet.
-    let mtu = dev.data().netdev().map_or(256, |nd| active_mtu(&nd).bytes());
+    let mtu = dev
+        .data()
+        .netdev()
+        .map_or(256, |nd| active_mtu(&nd).bytes());
     if len > mtu {
         return fail(wc_status::LOC_LEN_ERR);
     }

@@ -430,8 +430,11 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         _ => None,
     };
     // And which QP of this device has the destination number now (for direct placement).
-    let peer_serial = (mask & m::DEST_QPN != 0)
-        .then(|| qp.device().qp(attr.dest_qp_num).map(|peer| peer.data().serial));
+    let peer_serial = (mask & m::DEST_QPN != 0).then(|| {
+        qp.device()
+            .qp(attr.dest_qp_num)
+            .map(|peer| peer.data().serial)
+    });
     let data = qp.data();
     let mut st = data.state.lock();
     let cur = st.attr.qp_state;
@@ -716,9 +719,8 @@ fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
             0
         };
         let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
-        let stop = budget == Budget::Owner
-            && may_sleep
-            && kernel::rdma::context::fatal_signal_pending();
+        let stop =
+            budget == Budget::Owner && may_sleep && kernel::rdma::context::fatal_signal_pending();
         if pending == 0 || stop || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
             st.sending = false;
             return;
@@ -824,6 +826,7 @@ pub(crate) enum Refusal {
 /// way round, which is what the wire checks of a packet (`rc::receive`). A QP connected
 /// to another host, or to another GID, takes nothing by direct placement, whichever local QP
 /// names it.
+#[expect(clippy::too_many_arguments)]
 fn takes(
     dest: &Qp<Ferroce>,
     st: &QpShared,

@@ -204,7 +204,16 @@ fn receive_datagram(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         let mut src = Source::Bytes(p.payload);
         placement::place_datagram(qp, wqe, max_sge, &header, &mut src, len, &info).0
     };
-    if qp::receive_datagram(qp, deth.src_qp, QpType::Ud, deth.qkey, len, &mut buf, place_into, false) {
+    if qp::receive_datagram(
+        qp,
+        deth.src_qp,
+        QpType::Ud,
+        deth.qkey,
+        len,
+        &mut buf,
+        place_into,
+        false,
+    ) {
         counters.add(Stat::RcvdMsgs, 1);
         counters.add(Stat::RcvdBytes, len.into());
     } else {

@@ -10,8 +10,7 @@ use crate::{
     grh, icrc,
     opcode::{self, hdr, op, RC, UC, UD},
     packet::{self, Headers, Parsed, Reject, Route},
-    psn,
-    rxe_packets,
+    psn, rxe_packets,
 };
 
 fn v4(a: [u8; 4]) -> [u8; 16] {
