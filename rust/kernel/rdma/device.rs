@@ -264,8 +264,9 @@ impl<T: Driver> Device<T> {
         }
         // SAFETY: `raw` is a valid, unregistered device; the netdev is valid.
         let ret = unsafe { bindings::ib_device_set_netdev(raw, params.netdev.as_raw(), 1) };
-        // SAFETY: The name is NUL-terminated. A NULL DMA device selects ib_core's virtual DMA.
         let ret = to_result(ret).and_then(|()| {
+            // SAFETY: The name is NUL-terminated. A NULL DMA device selects ib_core's virtual
+            // DMA.
             to_result(unsafe {
                 bindings::ib_register_device(raw, params.name.as_char_ptr(), core::ptr::null_mut())
             })

@@ -288,6 +288,8 @@ pub trait Driver: Sized + 'static {
     /// in place (`None`: the driver changed `mr`'s data; the layer moves it to `pd` if
     /// `change` says so, and the keys stay), or as a new MR (data, lkey, rkey) on `pd` that
     /// replaces `mr`, which ib_core then destroys. If this fails, `mr` stays as it was.
+    // (An `impl Trait` cannot be named by a type alias.)
+    #[expect(clippy::type_complexity)]
     fn rereg_user_mr(
         _mr: &Mr<Self>,
         _change: &MrChange,

@@ -98,15 +98,18 @@ impl<'a> Piece<'a> {
     ) -> Result {
         let fault = |r: crate::ffi::c_long| if r == 0 { Ok(()) } else { Err(EFAULT) };
         match (to_kernel, from_kernel) {
-            // SAFETY: Both mapped (the caller's promise); `copy` allows overlap (one MR may be
-            // registered twice, or a message may land on its own source).
-            (false, false) => Ok(unsafe { core::ptr::copy(from, to, n) }),
-            // SAFETY: `to` is mapped; the read of `from` is checked.
+            (false, false) => {
+                // SAFETY: Both mapped (the caller's promise); `copy` allows overlap (one MR may
+                // be registered twice, or a message may land on its own source).
+                unsafe { core::ptr::copy(from, to, n) };
+                Ok(())
+            }
             (false, true) => {
+                // SAFETY: `to` is mapped; the read of `from` is checked.
                 fault(unsafe { bindings::copy_from_kernel_nofault(to.cast(), from.cast(), n) })
             }
-            // SAFETY: `from` is mapped; the write to `to` is checked.
             (true, false) => {
+                // SAFETY: `from` is mapped; the write to `to` is checked.
                 fault(unsafe { bindings::copy_to_kernel_nofault(to.cast(), from.cast(), n) })
             }
             (true, true) => {

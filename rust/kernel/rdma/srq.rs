@@ -55,15 +55,15 @@ impl SrqAttr {
     /// `a` must be valid for reads of the fields `mask` names, for the call.
     unsafe fn from_raw_masked(a: *const bindings::ib_srq_attr, mask: u32) -> Self {
         SrqAttr {
-            // SAFETY: Named by the mask: initialised (the caller's promise).
             max_wr: if mask & mask::MAX_WR != 0 {
+                // SAFETY: Named by the mask: initialised (the caller's promise).
                 unsafe { (*a).max_wr }
             } else {
                 0
             },
             max_sge: 0,
-            // SAFETY: As above.
             srq_limit: if mask & mask::LIMIT != 0 {
+                // SAFETY: As above.
                 unsafe { (*a).srq_limit }
             } else {
                 0
@@ -169,8 +169,8 @@ impl<T: Driver> Adapter<T> {
             let uctx = unsafe { UContext::<T>::of_udata(udata) };
             // SAFETY: `udata` is valid or null for the call.
             let mut udata = unsafe { Udata::from_raw(udata) };
-            // SAFETY: The SRQ is alive for the call.
             T::modify_srq(
+                // SAFETY: The SRQ is alive for the call.
                 unsafe { Srq::<T>::from_raw(srq) },
                 &a,
                 mask,

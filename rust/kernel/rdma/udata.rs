@@ -44,20 +44,20 @@ impl<'a> Udata<'a> {
 
     /// Length of the driver command from user space.
     pub fn in_len(&self) -> usize {
-        // SAFETY: Valid by the type invariant when non-null.
         if self.raw.is_null() {
             0
         } else {
+            // SAFETY: Valid by the type invariant when non-null.
             unsafe { (*self.raw).inlen }
         }
     }
 
     /// Length of the driver response buffer in user space.
     pub fn out_len(&self) -> usize {
-        // SAFETY: Valid by the type invariant when non-null.
         if self.raw.is_null() {
             0
         } else {
+            // SAFETY: Valid by the type invariant when non-null.
             unsafe { (*self.raw).outlen }
         }
     }
@@ -86,11 +86,13 @@ impl<'a> Udata<'a> {
         to_result(unsafe {
             bindings::ib_copy_from_udata(dst.as_mut_ptr().cast(), self.raw, dst.len())
         })?;
-        // SAFETY: `raw` is valid and holds `len` bytes of input.
-        if len > dst.len()
-            && !unsafe { bindings::ib_is_udata_cleared(self.raw, dst.len(), len - dst.len()) }
-        {
-            return Err(EOPNOTSUPP);
+        if len > dst.len() {
+            let rest = len - dst.len();
+            // SAFETY: `raw` is valid and holds `len` bytes of input.
+            let cleared = unsafe { bindings::ib_is_udata_cleared(self.raw, dst.len(), rest) };
+            if !cleared {
+                return Err(EOPNOTSUPP);
+            }
         }
         Ok(())
     }
