@@ -41,11 +41,13 @@ mod icrc;
 mod opcode;
 mod packet;
 mod psn;
+mod refusal;
 mod transport;
 // The wire path: packets in and out (wire.rs), the connected transports on it (rc.rs), a
 // responder's paced replies (reply.rs).
 mod rc;
 mod reply;
+mod responder;
 mod wire;
 
 use device::Ferroce;

@@ -12,7 +12,7 @@
 //! timeouts and retries are moot (nothing is lost), so a message to a QP that would drop it
 //! fails with `RETRY_EXC_ERR` at once rather than after `retry_cnt` timeouts.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 use kernel::{
     prelude::*,
     rdma::{access, object::MrKind, Device, Held, Network, Piece, Qp, QpCap, QpToken, QpType},
@@ -26,8 +26,10 @@ use crate::{
     ah,
     device::{active_mtu, Ferroce},
     grh, limits, mr,
-    qp::{self, Refusal, RECV_WQE_MAX},
-    stats::{Counters, Stat},
+    qp::{self, RECV_WQE_MAX},
+    refusal::Refusal,
+    responder::{self, Atomic, Extra, Received, Remote},
+    stats::Stat,
 };
 
 /// What the executor knows of the requester, read under its QP's lock.
@@ -381,44 +383,38 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
     }
 }
 
-/// The outcome of a message the responder drops: RC never gets an acknowledgement (the
-/// requester would retry until `retry_cnt` runs out); UC does not care.
-fn dropped(req: &Requester, counters: &Counters) -> Result<(), Stop> {
-    counters.add(Stat::Dropped, 1);
-    match req.qp_type {
-        QpType::Rc => Err(Stop::Status(wc_status::RETRY_EXC_ERR)),
-        _ => Ok(()),
-    }
-}
-
-/// A responder error: RC puts the responder in error and fails the request with `status`; UC
-/// drops the message.
-fn nak(req: &Requester, dest: &Qp<Ferroce>, status: u32) -> Result<(), Stop> {
-    dest.device().data().counters.add(Stat::Naks, 1);
-    match req.qp_type {
-        QpType::Rc => {
-            qp::fail(dest, req.may_sleep);
-            Err(Stop::Status(status))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The message is refused for want of a receive WQE.
-fn no_wqe(req: &Requester, counters: &Counters) -> Result<(), Stop> {
+/// The outcome for the requester of a message the responder refuses (the table of
+/// [`Refusal`]): RC fails the WQE with the status a requester on the wire would get, and the
+/// responder goes to the error state where an RC responder does (it would NAK); a message it
+/// drops fails as if the retries ran out; no receive WQE is an RNR wait (sent again when one
+/// is posted). UC and UD drop the message and go on.
+fn refuse(req: &Requester, dest: &Qp<Ferroce>, why: Refusal) -> Result<(), Stop> {
+    let counters = &dest.device().data().counters;
+    let rc = req.qp_type == QpType::Rc;
     counters.add(
-        if req.qp_type == QpType::Rc {
-            Stat::RnrWaits
-        } else {
-            Stat::Dropped
+        match why {
+            Refusal::Dropped => Stat::Dropped,
+            Refusal::NoReceiveWqe if rc => Stat::RnrWaits,
+            Refusal::NoReceiveWqe => Stat::Dropped,
+            _ => Stat::Naks,
         },
         1,
     );
-    match (req.qp_type, req.rnr_retry) {
-        (QpType::Rc, 0) => Err(Stop::Status(wc_status::RNR_RETRY_EXC_ERR)),
-        (QpType::Rc, _) => Err(Stop::Rnr),
-        _ => Ok(()),
+    if !rc {
+        return Ok(());
     }
+    if why == Refusal::NoReceiveWqe {
+        return Err(match req.rnr_retry {
+            0 => Stop::Status(wc_status::RNR_RETRY_EXC_ERR),
+            _ => Stop::Rnr,
+        });
+    }
+    if why.breaks_responder() {
+        qp::fail(dest, req.may_sleep);
+    }
+    Err(Stop::Status(
+        why.requester_status().unwrap_or(wc_status::REM_OP_ERR),
+    ))
 }
 
 fn run(
@@ -511,7 +507,7 @@ fn run(
         .qp(req.dest_qpn)
         .filter(|d| Some(d.data().serial) == req.peer_serial)
     else {
-        return dropped(req, &dev.data().counters);
+        return refuse(req, qp, Refusal::Dropped);
     };
     *byte_len = len32;
     match w.opcode {
@@ -537,11 +533,10 @@ fn run(
                 // The rkey is checked before a receive WQE is taken for the immediate: a
                 // write the responder refuses consumes none.
                 admit_remote(req, &dest, access::REMOTE_WRITE, false)?;
-                if len > 0
-                    && find_remote(&dest, rkey, remote_addr, len as usize, access::REMOTE_WRITE)
-                        .is_none()
+                if let Err(why) =
+                    responder::check_rkey(&dest, Remote::Write, remote_addr, rkey, len32)
                 {
-                    return nak(req, &dest, wc_status::REM_ACCESS_ERR);
+                    return refuse(req, &dest, why);
                 }
             }
             deliver(
@@ -609,7 +604,6 @@ fn deliver(
     len: u32,
     copy: impl FnOnce(Option<&mut Walk<'_, '_>>) -> Result<(), Fault>,
 ) -> Result<(), Stop> {
-    let counters = &dest.device().data().counters;
     let is_send = remote_access == 0;
     let takes_wqe = is_send || imm.is_some();
     let mut buf = [0u8; RECV_WQE_MAX];
@@ -623,94 +617,79 @@ fn deliver(
         takes_wqe.then_some(&mut buf),
     ) {
         Ok(r) => r,
-        Err(Refusal::Dropped) => return dropped(req, counters),
-        // The responder does not allow this operation: an invalid request.
-        Err(Refusal::Access) => return nak(req, dest, wc_status::REM_INV_REQ_ERR),
-        Err(Refusal::NoWqe) => return no_wqe(req, counters),
-        Err(Refusal::Broken) => return nak(req, dest, wc_status::REM_OP_ERR),
+        Err(why) => return refuse(req, dest, why),
     };
     let dev = dest.device();
     let (wr_id, placed) = match resp.wqe_len {
         None => (0, copy(None)),
         Some(wqe_len) => {
-            let hdr: &[u8; abi::RECV_WQE_HEADER] = buf
-                .first_chunk()
-                .ok_or(Stop::Status(wc_status::REM_OP_ERR))?;
-            let num = abi::recv_wqe_num_sge(hdr);
-            let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
-            let r = if num > resp.max_sge || end > wqe_len {
+            let wqe = &buf[..wqe_len.min(RECV_WQE_MAX)];
+            let r = match responder::receive_sges(wqe, resp.max_sge) {
                 // A malformed receive WQE: the responder's own error.
-                Err(Fault::Dest)
-            } else if is_send {
-                let sges = &buf[abi::RECV_WQE_HEADER..end];
-                let mut to = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
-                copy(Some(&mut to))
-            } else {
-                copy(None)
+                Err(_) => Err(Fault::Dest),
+                Ok(sges) if is_send => {
+                    let mut to = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
+                    copy(Some(&mut to))
+                }
+                Ok(_) => copy(None),
             };
-            (abi::wqe_wr_id(hdr), r)
+            let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
+            (hdr.map_or(0, abi::wqe_wr_id), r)
         }
     };
     // A SEND_WITH_INV that names no valid fast-registration MR of the responder's PD: an
     // invalid request (rxe's status for the receive too).
     let bad_inv = placed.is_ok() && inv.is_some_and(|key| !mr::invalidate(dest, key));
     if placed.is_ok() && !bad_inv {
-        counters.add(Stat::RcvdMsgs, 1);
-        counters.add(Stat::RcvdBytes, len.into());
+        responder::count_received(dest, len);
     }
-    // What each side learns (IBTA 9.9, as rxe reports it).
-    let (recv_status, result) = match placed {
-        Ok(()) if bad_inv => (wc_status::REM_INV_REQ_ERR, Err(wc_status::REM_INV_REQ_ERR)),
-        Ok(()) => (wc_status::SUCCESS, Ok(())),
-        // The receive buffers are too short: the responder's length error, an invalid request
-        // to the requester.
-        Err(Fault::Length) => (wc_status::LOC_LEN_ERR, Err(wc_status::REM_INV_REQ_ERR)),
-        // A receive SGE the responder cannot write to, or a remote range the rkey does not
-        // open to this access.
-        Err(Fault::Dest) if is_send => (wc_status::LOC_PROT_ERR, Err(wc_status::REM_OP_ERR)),
-        Err(Fault::Dest) => (wc_status::WR_FLUSH_ERR, Err(wc_status::REM_ACCESS_ERR)),
-        // The requester's own memory went away under the copy (it deregistered an MR of a
-        // WQE in flight): the message is cut short.
-        Err(Fault::Source) => (wc_status::REM_ABORT_ERR, Err(wc_status::LOC_PROT_ERR)),
+    // What each side learns: the table of refusals (IBTA 9.9, as rxe reports it).
+    let refused = match placed {
+        Ok(()) if bad_inv => Some(Refusal::BadInvalidate),
+        Ok(()) => None,
+        Err(Fault::Length) => Some(Refusal::ReceiveTooShort),
+        Err(Fault::Dest) if is_send => Some(Refusal::ReceiveUnusable),
+        // A remote range the rkey does not open to this access.
+        Err(Fault::Dest) => Some(Refusal::RemoteAccess),
+        Err(Fault::Source) => Some(Refusal::SourceGone),
     };
-    // RC puts the responder in error where it NAKs (but not for the requester's own fault);
-    // UC drops the message and goes on.
-    let fail_dest =
-        req.qp_type == QpType::Rc && result.is_err() && !matches!(placed, Err(Fault::Source));
+    let rc = req.qp_type == QpType::Rc;
+    // RC puts the responder in error where it would NAK; UC drops the message and goes on.
+    let fail_dest = rc && refused.is_some_and(Refusal::breaks_responder);
+    // A receive WQE taken for a message refused completes as the table says, or flushed.
+    let recv_status = refused.map_or(wc_status::SUCCESS, |why| {
+        why.receiver_status().unwrap_or(wc_status::WR_FLUSH_ERR)
+    });
     if resp.wqe_len.is_some() {
-        let mut cqe = Cqe {
-            wr_id,
-            status: recv_status,
+        let extra = match (imm, inv) {
+            (_, Some(key)) if !bad_inv => Extra::Inv(key),
+            (Some(imm), _) => Extra::Imm(imm),
+            _ => Extra::None,
+        };
+        let msg = Received {
             opcode: if is_send {
                 wc_opcode::RECV
             } else {
                 wc_opcode::RECV_RDMA_WITH_IMM
             },
-            byte_len: len,
-            qp_num: dest.qp_num(),
+            len,
             src_qp: req.qpn,
-            port_num: 1,
-            kernel_qp: QpToken::of(dest).to_bits(),
+            extra,
             solicited: w.send_flags & send_flags::SOLICITED != 0,
-            ..Cqe::default()
         };
-        if let Some(imm) = imm {
-            cqe.imm_data = imm;
-            cqe.wc_flags |= wc_flags::WITH_IMM;
-        }
-        if let (Some(key), false) = (inv, bad_inv) {
-            cqe.imm_data = key;
-            cqe.wc_flags |= wc_flags::WITH_INV;
-        }
+        let cqe = responder::receive_cqe(dest, wr_id, recv_status, &msg);
         qp::complete_recv(dest, &cqe, resp.resets, fail_dest, req.may_sleep);
     } else if fail_dest {
         qp::fail(dest, req.may_sleep);
     }
-    match (result, req.qp_type) {
-        (Ok(()), _) => Ok(()),
-        (Err(wc_status::LOC_PROT_ERR), _) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
-        (Err(status), QpType::Rc) => Err(Stop::Status(status)),
-        (Err(_), _) => Ok(()),
+    match refused {
+        None => Ok(()),
+        // The requester's own memory went away: its WQE fails, whatever the transport.
+        Some(Refusal::SourceGone) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+        Some(why) if rc => Err(Stop::Status(
+            why.requester_status().unwrap_or(wc_status::REM_OP_ERR),
+        )),
+        Some(_) => Ok(()),
     }
 }
 
@@ -723,14 +702,12 @@ fn admit_remote(
     rd_atomic: bool,
 ) -> Result<(), Stop> {
     match qp::admit(dest, req.qpn, req.serial, req.qp_type, req.gids, need, None) {
-        Err(Refusal::Dropped) => dropped(req, &dest.device().data().counters),
         // A responder that takes no READs or atomics at a time takes none (as rxe NAKs).
         Ok(r) if rd_atomic && r.max_dest_rd_atomic == 0 => {
-            nak(req, dest, wc_status::REM_INV_REQ_ERR)
+            refuse(req, dest, Refusal::InvalidRequest)
         }
         Ok(_) => Ok(()),
-        Err(Refusal::Access) => nak(req, dest, wc_status::REM_INV_REQ_ERR),
-        Err(Refusal::NoWqe | Refusal::Broken) => nak(req, dest, wc_status::REM_OP_ERR),
+        Err(why) => refuse(req, dest, why),
     }
 }
 
@@ -763,7 +740,7 @@ fn read(
             counters.add(Stat::RcvdBytes, len);
             Ok(())
         }
-        Err(Fault::Source) => nak(req, dest, wc_status::REM_ACCESS_ERR),
+        Err(Fault::Source) => refuse(req, dest, Refusal::RemoteAccess),
         // Checked before; only an MR deregistered meanwhile gets here.
         Err(_) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
     }
@@ -792,26 +769,20 @@ fn atomic(
         return Err(Stop::Status(wc_status::LOC_LEN_ERR));
     }
     admit_remote(req, dest, access::REMOTE_ATOMIC, true)?;
-    if remote_addr % 8 != 0 {
-        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
-    }
-    let dev = dest.device();
-    let Some(range) = find_remote(dest, rkey, remote_addr, 8, access::REMOTE_ATOMIC) else {
-        return nak(req, dest, wc_status::REM_ACCESS_ERR);
-    };
-    let Some(word) = range.atomic_word() else {
-        // The address is aligned in the MR's iova space but not in memory.
-        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
-    };
-    let orig = if w.opcode == op::ATOMIC_CMP_AND_SWP {
-        word.compare_exchange(compare_add, swap, Ordering::SeqCst, Ordering::SeqCst)
-            .unwrap_or_else(|v| v)
+    let op = if w.opcode == op::ATOMIC_CMP_AND_SWP {
+        Atomic::CompareSwap {
+            compare: compare_add,
+            swap,
+        }
     } else {
-        word.fetch_add(compare_add, Ordering::SeqCst)
+        Atomic::FetchAdd { add: compare_add }
     };
-    drop(range);
+    let orig = match responder::execute_atomic(dest, remote_addr, rkey, op) {
+        Ok(orig) => orig,
+        Err(why) => return refuse(req, dest, why),
+    };
     let bytes = orig.to_ne_bytes();
-    let mut to = Walk::new(dev, qp.pd_id(), access::LOCAL_WRITE, sges);
+    let mut to = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, sges);
     place(&mut to, &mut Source::Bytes(&bytes), 8, false)
         .map_err(|_| Stop::Status(wc_status::LOC_PROT_ERR))
 }
@@ -829,18 +800,8 @@ fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), 
         return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
     };
     admit_remote(req, dest, access::REMOTE_WRITE, true)?;
-    let Some(range) = find_remote(dest, rkey, remote_addr, 8, access::REMOTE_WRITE) else {
-        return nak(req, dest, wc_status::REM_ACCESS_ERR);
-    };
-    let Some(word) = range.atomic_word() else {
-        // Not aligned in memory (the check rxe makes).
-        return nak(req, dest, wc_status::REM_INV_REQ_ERR);
-    };
-    word.store(u64::from_ne_bytes(value), Ordering::SeqCst);
-    let counters = &dest.device().data().counters;
-    counters.add(Stat::RcvdMsgs, 1);
-    counters.add(Stat::RcvdBytes, 8);
-    Ok(())
+    responder::execute_atomic_write(dest, remote_addr, rkey, value)
+        .or_else(|why| refuse(req, dest, why))
 }
 
 /// A UD send (or a datagram from QP1): one packet to the QP `remote_qpn` of the AH's

@@ -22,6 +22,7 @@ use crate::{
     limits, mr,
     numbers::{GsiSlot, Number},
     placement, rc,
+    refusal::Refusal,
     wq::WorkQueue,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -803,19 +804,6 @@ pub(crate) struct Responder {
     pub(crate) resets: u32,
 }
 
-/// Why a responder took no message.
-pub(crate) enum Refusal {
-    /// The QP does not take packets from the requester (its state, type or destination): it
-    /// would drop them.
-    Dropped,
-    /// The QP does not allow the remote access asked for.
-    Access,
-    /// No receive WQE is posted (an RC requester is kicked when one is).
-    NoWqe,
-    /// The receive ring is corrupt or the SRQ failed.
-    Broken,
-}
-
 /// Checks that `dest` takes a message from the QP `from` (`from_type`; for a datagram, with
 /// the Q_Key `qkey`; for a connected QP, sent from the GID `gids.0` to `gids.1`) and allows
 /// `access`.
@@ -864,7 +852,7 @@ fn takes(
         return Err(Refusal::Dropped);
     }
     if st.attr.qp_access_flags & access != access {
-        return Err(Refusal::Access);
+        return Err(Refusal::InvalidRequest);
     }
     Ok(())
 }
@@ -903,7 +891,7 @@ pub(crate) fn admit(
     let Some(rq) = st.rq.as_mut() else {
         // Taken under the QP's lock (QP, then SRQ, as everywhere), so that a move to ERR
         // sees the receive in flight and holds "last WQE reached" back until it completes.
-        let srq = dest.srq().ok_or(Refusal::Broken)?;
+        let srq = dest.srq().ok_or(Refusal::RemoteOperational)?;
         return match crate::srq::take(srq, buf) {
             Ok(Some((len, max_sge))) => {
                 st.receiving = true;
@@ -913,27 +901,28 @@ pub(crate) fn admit(
                     ..resp
                 })
             }
-            Ok(None) => Err(Refusal::NoWqe),
-            Err(_) => Err(Refusal::Broken),
+            Ok(None) => Err(Refusal::NoReceiveWqe),
+            Err(_) => Err(Refusal::RemoteOperational),
         };
     };
-    let mut pending = rq.pending().map_err(|_| Refusal::Broken)?;
+    let mut pending = rq.pending().map_err(|_| Refusal::RemoteOperational)?;
     if pending == 0 && from_type == QpType::Rc {
         // Ask for the doorbell, then look again: the provider stores its producer index and
         // then reads the flag, so a receive posted meanwhile is seen here or rung for.
         let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
         smp_mb();
-        pending = rq.pending().map_err(|_| Refusal::Broken)?;
+        pending = rq.pending().map_err(|_| Refusal::RemoteOperational)?;
         if pending == 0 {
             st.rnr_waiter = Some(from);
         }
     }
     if pending == 0 {
-        return Err(Refusal::NoWqe);
+        return Err(Refusal::NoReceiveWqe);
     }
     let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
-    rq.peek(0, &mut buf[..len]).map_err(|_| Refusal::Broken)?;
-    rq.consume(1).map_err(|_| Refusal::Broken)?;
+    rq.peek(0, &mut buf[..len])
+        .map_err(|_| Refusal::RemoteOperational)?;
+    rq.consume(1).map_err(|_| Refusal::RemoteOperational)?;
     st.receiving = true;
     resp.wqe_len = Some(len);
     Ok(resp)

@@ -18,8 +18,9 @@ use crate::{
     placement::{self, Fault, Source, Walk},
     psn,
     qp::{After, QpShared, SEND_WQE_MAX},
+    refusal,
     stats::Stat,
-    transport::{self, NakCode, Syndrome},
+    transport::{self, Syndrome},
 };
 
 use super::{mtu_of, requester::parse_message, window::read_chunk_end, TimerUse};
@@ -182,20 +183,12 @@ pub(super) fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, a
                 Some(Syndrome::Nak(code)) if in_flight => {
                     counters.add(Stat::NaksRcvd, 1);
                     ack_upto(qp, st, psn::add(bpsn, psn::MASK), true, after);
-                    let status = match code {
-                        NakCode::PsnSequenceError => {
-                            if !st.conn.tx.is_stale(bpsn) {
-                                go_back(qp, st, bpsn);
-                            }
-                            return;
-                        }
-                        NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
-                            wc_status::REM_INV_REQ_ERR
-                        }
-                        NakCode::RemoteAccessError => wc_status::REM_ACCESS_ERR,
-                        NakCode::RemoteOperationalError => wc_status::REM_OP_ERR,
-                    };
-                    fail_front(qp, st, status, after);
+                    match refusal::nak_status(code) {
+                        Some(status) => fail_front(qp, st, status, after),
+                        // A sequence error: send again from its PSN (once per round).
+                        None if !st.conn.tx.is_stale(bpsn) => go_back(qp, st, bpsn),
+                        None => {}
+                    }
                 }
                 _ => {}
             }

@@ -8,11 +8,10 @@
 //! operational errors (the latter three put it in error). UC drops a message that lost a
 //! packet.
 
-use core::sync::atomic::Ordering;
-use kernel::rdma::{access, Qp, QpState, QpToken, QpType};
+use kernel::rdma::{access, Qp, QpState, QpType};
 
 use crate::{
-    abi::{self, wc_flags, wc_opcode, wc_status, Cqe},
+    abi::{self, wc_opcode, wc_status},
     device::Ferroce,
     eth::Reth,
     limits,
@@ -21,9 +20,11 @@ use crate::{
     placement::{self, Fault, Source, Walk},
     psn,
     qp::{After, QpShared, RECV_WQE_MAX},
+    refusal::{Answer, Refusal},
     reply::{ack, nak, Reply},
+    responder::{self, Atomic, Extra, Received, Remote},
     stats::{Counters, Stat},
-    transport::{NakCode, Syndrome},
+    transport::Syndrome,
     wire,
 };
 
@@ -153,44 +154,31 @@ fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
 }
 
 /// Places `payload` at `at` of the held receive WQE.
-fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Result<(), Fault> {
-    let h = st.conn.recv.as_ref().ok_or(Fault::Dest)?;
-    let wqe = &st.conn.recv_wqe;
-    let hdr: &[u8; abi::RECV_WQE_HEADER] = wqe.first_chunk().ok_or(Fault::Dest)?;
-    let num = abi::recv_wqe_num_sge(hdr);
-    let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
-    if num > h.max_sge || end > h.len {
-        return Err(Fault::Dest);
-    }
-    let mut walk = Walk::new(
-        qp.device(),
-        qp.pd_id(),
-        access::LOCAL_WRITE,
-        &wqe[abi::RECV_WQE_HEADER..end],
-    );
-    walk.skip(at as usize)?;
-    placement::place(&mut walk, &mut Source::Bytes(payload), payload.len(), false)
+fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Result<(), Refusal> {
+    let h = st.conn.recv.as_ref().ok_or(Refusal::ReceiveUnusable)?;
+    let wqe = st
+        .conn
+        .recv_wqe
+        .get(..h.len)
+        .ok_or(Refusal::ReceiveUnusable)?;
+    let sges = responder::receive_sges(wqe, h.max_sge)?;
+    let mut walk = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, sges);
+    walk.skip(at as usize)
+        .and_then(|()| {
+            placement::place(&mut walk, &mut Source::Bytes(payload), payload.len(), false)
+        })
+        .map_err(|f| match f {
+            Fault::Length => Refusal::ReceiveTooShort,
+            Fault::Source | Fault::Dest => Refusal::ReceiveUnusable,
+        })
 }
 
-/// What a receive completion carries besides the data.
-enum Ex {
-    None,
-    /// Immediate data, as the packet carried it.
-    Imm(u32),
-    /// The rkey a SEND_WITH_INV invalidated.
-    Inv(u32),
-}
-
-/// Completes the held receive WQE.
-#[expect(clippy::too_many_arguments)]
+/// Completes the held receive WQE with `status` for the message `msg`.
 fn complete_recv(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,
     status: u32,
-    opcode: u32,
-    len: u32,
-    ex: Ex,
-    solicited: bool,
+    msg: &Received,
     after: &mut After,
 ) {
     let Some(h) = st.conn.recv.take() else { return };
@@ -198,40 +186,26 @@ fn complete_recv(
     if h.resets != st.resets && st.rq.is_some() {
         return;
     }
-    let hdr: &[u8; abi::RECV_WQE_HEADER] = match st.conn.recv_wqe.first_chunk() {
-        Some(hdr) => hdr,
-        None => return,
+    let Some(hdr) = st.conn.recv_wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>() else {
+        return;
     };
-    let mut cqe = Cqe {
-        wr_id: abi::wqe_wr_id(hdr),
-        status,
-        opcode,
-        byte_len: len,
-        qp_num: qp.qp_num(),
-        src_qp: st.attr.dest_qp_num,
-        port_num: 1,
-        kernel_qp: QpToken::of(qp).to_bits(),
-        solicited,
-        ..Cqe::default()
-    };
-    match ex {
-        Ex::None => {}
-        Ex::Imm(imm) => {
-            cqe.imm_data = wire::imm_from_wire(imm);
-            cqe.wc_flags |= wc_flags::WITH_IMM;
-        }
-        Ex::Inv(key) => {
-            cqe.imm_data = key;
-            cqe.wc_flags |= wc_flags::WITH_INV;
-        }
-    }
+    let cqe = responder::receive_cqe(qp, abi::wqe_wr_id(hdr), status, msg);
     if let Ok(n) = crate::cq::post(qp.recv_cq(), &cqe) {
         after.notices.recv = after.notices.recv.or(n);
     }
     if status == wc_status::SUCCESS {
-        let counters = &qp.device().data().counters;
-        counters.add(Stat::RcvdMsgs, 1);
-        counters.add(Stat::RcvdBytes, len.into());
+        responder::count_received(qp, msg.len);
+    }
+}
+
+/// A message of `len` bytes the receive WQE held takes, for its completion.
+fn received(st: &QpShared, opcode: u32, len: u32, extra: Extra, solicited: bool) -> Received {
+    Received {
+        opcode,
+        len,
+        src_qp: st.attr.dest_qp_num,
+        extra,
+        solicited,
     }
 }
 
@@ -241,43 +215,74 @@ fn refuse(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,
     bpsn: u32,
-    code: NakCode,
-    recv_status: Option<u32>,
+    why: Refusal,
     after: &mut After,
 ) -> Reply {
     let rc = qp.data().qp_type() == QpType::Rc;
-    qp.device().data().counters.add(Stat::Naks, 1);
-    if let Some(status) = recv_status {
+    let counters = &qp.device().data().counters;
+    if why == Refusal::NoReceiveWqe {
+        return no_receive_wqe(st, bpsn, rc, counters);
+    }
+    counters.add(Stat::Naks, 1);
+    if let Some(status) = why.receiver_status() {
         let opcode = match st.conn.msg {
             InMsg::Write { .. } => wc_opcode::RECV_RDMA_WITH_IMM,
             _ => wc_opcode::RECV,
         };
-        complete_recv(qp, st, status, opcode, 0, Ex::None, false, after);
+        let msg = received(st, opcode, 0, Extra::None, false);
+        complete_recv(qp, st, status, &msg, after);
     }
     st.conn.msg = InMsg::None;
     if !rc {
         return Reply::None;
     }
     let msn = st.conn.msn;
-    st.enter_error(qp, after);
-    nak(bpsn, code, msn)
+    if why.breaks_responder() {
+        st.enter_error(qp, after);
+    }
+    match why.answer() {
+        Answer::Nak(code) => nak(bpsn, code, msn),
+        Answer::Rnr | Answer::Silence => Reply::None,
+    }
 }
 
-/// Whether the responder serves the READ `reth`: the QP allows READs, and the range is within
-/// a memory region of its PD that allows them.
-fn read_allowed(qp: &Qp<Ferroce>, st: &QpShared, reth: &Reth) -> bool {
-    st.attr.qp_access_flags & access::REMOTE_READ != 0
-        && st.attr.max_dest_rd_atomic != 0
-        && reth.dma_len <= limits::MAX_MSG_SZ
-        && (reth.dma_len == 0
-            || placement::find_remote(
-                qp,
-                reth.rkey,
-                reth.va,
-                reth.dma_len as usize,
-                access::REMOTE_READ,
-            )
-            .is_some())
+/// Whether the responder serves the READ `reth`: the QP allows READs, and the rkey opens the
+/// range to them.
+fn check_read(qp: &Qp<Ferroce>, st: &QpShared, reth: &Reth) -> Result<(), Refusal> {
+    responder::check_qp_allows(
+        st.attr.qp_access_flags,
+        st.attr.max_dest_rd_atomic,
+        Remote::Read,
+    )?;
+    responder::check_rkey(qp, Remote::Read, reth.va, reth.rkey, reth.dma_len)
+}
+
+/// Serves the READ `reth` at `bpsn` (checked): remembers it (to serve it again if asked)
+/// and answers it with its response packets, which take the PSNs after it.
+fn serve_read(st: &mut QpShared, bpsn: u32, reth: &Reth, mtu: u32) -> Reply {
+    let npkts = reth.dma_len.div_ceil(mtu).max(1);
+    let c = &mut st.conn;
+    c.epsn = psn::add(bpsn, npkts);
+    c.msn = psn::add(c.msn, 1);
+    if let Some(slot) = c.reads.get_mut(c.read_next % SAVED_READS) {
+        *slot = SavedRead {
+            first: bpsn,
+            npkts,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+            valid: true,
+        };
+    }
+    c.read_next = c.read_next.wrapping_add(1);
+    Reply::Read {
+        psn: bpsn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.dma_len,
+        msn: c.msn,
+        mid: false,
+    }
 }
 
 /// No receive WQE for a message (a SEND, or the immediate of an RDMA WRITE): RC answers with
@@ -307,103 +312,160 @@ pub(super) fn on_request(
     p: &Parsed<'_>,
     after: &mut After,
 ) -> Reply {
+    let counters = &qp.device().data().counters;
     if !matches!(
         st.attr.qp_state,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
     ) {
-        qp.device().data().counters.add(Stat::Dropped, 1);
+        counters.add(Stat::Dropped, 1);
         return Reply::None;
     }
-    let counters = &qp.device().data().counters;
     let rc = qp.data().qp_type() == QpType::Rc;
-    let bth = p.hdr.bth;
-    let bpsn = bth.psn;
-    let lay = p.layout;
-    let opc = bth.opcode & 0x1f;
-    let kind = kind_of(opc);
-    let mtu = mtu_of(st);
+    let bpsn = p.hdr.bth.psn;
     let d = psn::diff(bpsn, st.conn.epsn);
-    if rc {
-        if d > 0 {
-            counters.add(Stat::SeqErrors, 1);
-            if !st.conn.nak_sent {
-                st.conn.nak_sent = true;
-                return nak(st.conn.epsn, NakCode::PsnSequenceError, st.conn.msn);
-            }
-            return Reply::None;
-        }
-        if psn::before(bpsn, st.conn.epsn) {
-            counters.add(Stat::DupRequests, 1);
-            let msn = st.conn.msn;
-            return match kind {
-                // A READ asked again (its response, or part of it, was lost): served again
-                // only if it asks for one the responder served, or for the rest of one
-                // (IBTA 9.7.5.1.6), and still passes the checks a new one does. Any other
-                // READ behind the expected PSN would make one small packet cost up to a
-                // burst of responses of whatever the rkey reaches: dropped.
-                Kind::Read => {
-                    let resumed = p.hdr.reth.and_then(|reth| {
-                        let at = st
-                            .conn
-                            .reads
-                            .iter()
-                            .find_map(|r| r.resumes(bpsn, &reth, mtu))?;
-                        Some((reth, at))
-                    });
-                    match resumed {
-                        Some((reth, at)) if read_allowed(qp, st, &reth) => {
-                            // Asked again from here: what is queued from here on goes.
-                            st.conn.out.cut_reads_from(bpsn);
-                            Reply::Read {
-                                psn: bpsn,
-                                va: reth.va,
-                                rkey: reth.rkey,
-                                len: reth.dma_len,
-                                msn,
-                                mid: at > 0,
-                            }
-                        }
-                        _ => {
-                            counters.add(Stat::Dropped, 1);
-                            Reply::None
-                        }
-                    }
-                }
-                Kind::Atomic => {
-                    st.conn
-                        .atomics
-                        .iter()
-                        .find(|a| a.2 && a.0 == bpsn)
-                        .map_or(Reply::None, |a| Reply::Atomic {
-                            psn: bpsn,
-                            orig: a.1,
-                            msn,
-                        })
-                }
-                // Done once (a second store could overwrite a later write): acknowledged again.
-                Kind::AtomicWrite => Reply::ReadAck { psn: bpsn, msn },
-                _ if bth.ack_req || lay.last => ack(psn::add(st.conn.epsn, psn::MASK), msn),
-                _ => Reply::None,
-            };
-        }
-    } else if d != 0 {
-        // UC lost packets: the message in progress is dropped; its receive WQE is kept for
-        // the next one. Only a message's first packet starts again.
-        if !matches!(st.conn.msg, InMsg::None) {
-            counters.add(Stat::Dropped, 1);
-        }
-        st.conn.msg = InMsg::None;
-        if !lay.first {
-            return Reply::None;
-        }
+    if rc && d > 0 {
+        return out_of_sequence(st, counters);
+    }
+    if rc && psn::before(bpsn, st.conn.epsn) {
+        counters.add(Stat::DupRequests, 1);
+        return duplicate(qp, st, p);
+    }
+    if !rc && d != 0 && !uc_resync(st, p, counters) {
+        return Reply::None;
     }
     st.conn.nak_sent = false;
+    let kind = kind_of(p.hdr.bth.opcode & 0x1f);
+    if let Err(why) = check_opcode_sequence(st, p, kind, rc) {
+        if !rc {
+            st.conn.epsn = psn::add(bpsn, 1);
+        }
+        return refuse(qp, st, bpsn, why, after);
+    }
+    let served = match kind {
+        Kind::Send => on_send(qp, st, p, rc, after).map(|()| None),
+        Kind::Write => on_write(qp, st, p, after).map(|()| None),
+        Kind::Read => on_read(qp, st, p).map(Some),
+        Kind::Atomic => on_atomic(qp, st, p).map(Some),
+        Kind::AtomicWrite => on_atomic_write(qp, st, p).map(Some),
+        Kind::Other => return Reply::None,
+    };
+    match served {
+        Ok(Some(reply)) => reply,
+        // A SEND or WRITE packet placed: acknowledged if asked.
+        Ok(None) => {
+            st.conn.epsn = psn::add(bpsn, 1);
+            if rc && p.hdr.bth.ack_req {
+                ack(bpsn, st.conn.msn)
+            } else {
+                Reply::None
+            }
+        }
+        Err(why) => refuse(qp, st, bpsn, why, after),
+    }
+}
+
+/// RC, a request ahead of the expected PSN: a packet before it was lost. The first one of the
+/// run is NAKed (PSN sequence error), the rest dropped until the expected one comes.
+fn out_of_sequence(st: &mut QpShared, counters: &Counters) -> Reply {
+    counters.add(Stat::SeqErrors, 1);
+    if st.conn.nak_sent {
+        return Reply::None;
+    }
+    st.conn.nak_sent = true;
+    match Refusal::OutOfSequence.answer() {
+        Answer::Nak(code) => nak(st.conn.epsn, code, st.conn.msn),
+        Answer::Rnr | Answer::Silence => Reply::None,
+    }
+}
+
+/// RC, a request behind the expected PSN: a duplicate (IBTA 9.7.5.1.6). It is not executed
+/// again; the answer it had is given again where the responder still has it.
+fn duplicate(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
+    let bpsn = p.hdr.bth.psn;
+    let msn = st.conn.msn;
+    match kind_of(p.hdr.bth.opcode & 0x1f) {
+        Kind::Read => read_again(qp, st, p),
+        Kind::Atomic => {
+            st.conn
+                .atomics
+                .iter()
+                .find(|a| a.2 && a.0 == bpsn)
+                .map_or(Reply::None, |a| Reply::Atomic {
+                    psn: bpsn,
+                    orig: a.1,
+                    msn,
+                })
+        }
+        // Done once (a second store could overwrite a later write): acknowledged again.
+        Kind::AtomicWrite => Reply::ReadAck { psn: bpsn, msn },
+        _ if p.hdr.bth.ack_req || p.layout.last => ack(psn::add(st.conn.epsn, psn::MASK), msn),
+        _ => Reply::None,
+    }
+}
+
+/// A READ asked again (its response, or part of it, was lost): served again only if it asks
+/// for one the responder served, or for the rest of one (IBTA 9.7.5.1.6), and still passes the
+/// checks a new one does. Any other READ behind the expected PSN would make one small packet
+/// cost up to a burst of responses of whatever the rkey reaches: dropped.
+fn read_again(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
+    let bpsn = p.hdr.bth.psn;
+    let mtu = mtu_of(st);
+    let resumed = p.hdr.reth.and_then(|reth| {
+        let at = st
+            .conn
+            .reads
+            .iter()
+            .find_map(|r| r.resumes(bpsn, &reth, mtu))?;
+        Some((reth, at))
+    });
+    match resumed {
+        Some((reth, at)) if check_read(qp, st, &reth).is_ok() => {
+            // Asked again from here: what is queued from here on goes.
+            st.conn.out.cut_reads_from(bpsn);
+            Reply::Read {
+                psn: bpsn,
+                va: reth.va,
+                rkey: reth.rkey,
+                len: reth.dma_len,
+                msn: st.conn.msn,
+                mid: at > 0,
+            }
+        }
+        _ => {
+            qp.device().data().counters.add(Stat::Dropped, 1);
+            Reply::None
+        }
+    }
+}
+
+/// UC, a request at another PSN than expected: packets were lost. The message in progress is
+/// dropped (its receive WQE is kept for the next one); only a message's first packet starts
+/// again (`true`).
+fn uc_resync(st: &mut QpShared, p: &Parsed<'_>, counters: &Counters) -> bool {
+    if !matches!(st.conn.msg, InMsg::None) {
+        counters.add(Stat::Dropped, 1);
+    }
+    st.conn.msg = InMsg::None;
+    p.layout.first
+}
+
+/// IBTA 9.7.5.1.3 (C9-70, C9-71): the packet continues the message in progress or starts one
+/// when none is; its payload is a whole MTU but in a message's last packet, at most one MTU;
+/// UC carries no READs or atomics.
+fn check_opcode_sequence(
+    st: &QpShared,
+    p: &Parsed<'_>,
+    kind: Kind,
+    rc: bool,
+) -> Result<(), Refusal> {
+    let lay = p.layout;
+    let mtu = mtu_of(st);
+    let n = p.payload.len() as u32;
     let starts = matches!(st.conn.msg, InMsg::None);
     let continues = matches!(
         (st.conn.msg, kind),
         (InMsg::Send { .. }, Kind::Send) | (InMsg::Write { .. }, Kind::Write)
     );
-    let n = p.payload.len() as u32;
     if (lay.first && !starts)
         || (!lay.first && !continues)
         || kind == Kind::Other
@@ -411,281 +473,195 @@ pub(super) fn on_request(
         || (!lay.last && n != mtu)
         || (!rc && matches!(kind, Kind::Read | Kind::Atomic | Kind::AtomicWrite))
     {
-        if !rc {
-            st.conn.epsn = psn::add(bpsn, 1);
-        }
-        return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
+        return Err(Refusal::InvalidRequest);
     }
+    Ok(())
+}
+
+/// A SEND packet: the first takes a receive WQE, each is placed at its offset, the last
+/// completes the WQE (after invalidating the rkey of a SEND_WITH_INV).
+fn on_send(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    p: &Parsed<'_>,
+    rc: bool,
+    after: &mut After,
+) -> Result<(), Refusal> {
+    if p.layout.first && !take_recv(qp, st) {
+        return Err(Refusal::NoReceiveWqe);
+    }
+    let placed = match st.conn.msg {
+        InMsg::Send { placed } => placed,
+        _ => 0,
+    };
+    // A message longer than the device takes (and than a completion's 32-bit length counts)
+    // is an invalid request, whatever receive buffer it lands in.
+    let total = placed
+        .checked_add(p.payload.len() as u32)
+        .filter(|&t| t <= limits::MAX_MSG_SZ)
+        .ok_or(Refusal::ReceiveTooShort)?;
+    place_recv(qp, st, placed, p.payload)?;
+    st.conn.msg = InMsg::Send { placed: total };
+    if !p.layout.last {
+        return Ok(());
+    }
+    if let Some(key) = p.hdr.ieth {
+        // SEND_WITH_INV: the rkey of a valid fast-registration MR of this QP's PD (only RC
+        // has the opcode), or an invalid request (rxe's status).
+        if !rc || !crate::mr::invalidate(qp, key) {
+            return Err(Refusal::BadInvalidate);
+        }
+    }
+    st.conn.msg = InMsg::None;
+    let extra = match (p.hdr.imm, p.hdr.ieth) {
+        (_, Some(key)) => Extra::Inv(key),
+        (Some(imm), None) => Extra::Imm(wire::imm_from_wire(imm)),
+        (None, None) => Extra::None,
+    };
+    let msg = received(st, wc_opcode::RECV, total, extra, p.hdr.bth.se);
+    complete_recv(qp, st, wc_status::SUCCESS, &msg, after);
+    st.conn.msn = psn::add(st.conn.msn, 1);
+    Ok(())
+}
+
+/// An RDMA WRITE packet: the first is checked against the QP and the rkey (and, with
+/// immediate data and alone, takes its receive WQE before anything is placed: after an RNR
+/// NAK it comes again whole); each is placed where the one before ended; the last completes
+/// the receive WQE of an immediate.
+fn on_write(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    p: &Parsed<'_>,
+    after: &mut After,
+) -> Result<(), Refusal> {
+    let lay = p.layout;
     let imm = p.hdr.imm;
-    match kind {
-        Kind::Send => {
-            if lay.first && !take_recv(qp, st) {
-                return no_receive_wqe(st, bpsn, rc, counters);
-            }
-            let placed = match st.conn.msg {
-                InMsg::Send { placed } => placed,
-                _ => 0,
-            };
-            // A message longer than the device takes (and than a completion's 32-bit length
-            // counts) is an invalid request, whatever receive buffer it lands in.
-            let Some(total) = placed.checked_add(n).filter(|&t| t <= limits::MAX_MSG_SZ) else {
-                let status = Some(wc_status::LOC_LEN_ERR);
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, status, after);
-            };
-            match place_recv(qp, st, placed, p.payload) {
-                Ok(()) => {}
-                Err(Fault::Length) => {
-                    return refuse(
-                        qp,
-                        st,
-                        bpsn,
-                        NakCode::InvalidRequest,
-                        Some(wc_status::LOC_LEN_ERR),
-                        after,
-                    )
-                }
-                Err(_) => {
-                    return refuse(
-                        qp,
-                        st,
-                        bpsn,
-                        NakCode::RemoteOperationalError,
-                        Some(wc_status::LOC_PROT_ERR),
-                        after,
-                    )
-                }
-            }
-            let placed = total;
-            st.conn.msg = InMsg::Send { placed };
-            if lay.last {
-                if let Some(key) = p.hdr.ieth {
-                    // SEND_WITH_INV: the rkey of a valid fast-registration MR of this QP's PD
-                    // (only RC has the opcode), or an invalid request (rxe's status).
-                    if !rc || !crate::mr::invalidate(qp, key) {
-                        let status = Some(wc_status::REM_INV_REQ_ERR);
-                        return refuse(qp, st, bpsn, NakCode::InvalidRequest, status, after);
-                    }
-                }
-                st.conn.msg = InMsg::None;
-                let ex = match (imm, p.hdr.ieth) {
-                    (_, Some(key)) => Ex::Inv(key),
-                    (Some(imm), None) => Ex::Imm(imm),
-                    (None, None) => Ex::None,
-                };
-                complete_recv(
-                    qp,
-                    st,
-                    wc_status::SUCCESS,
-                    wc_opcode::RECV,
-                    placed,
-                    ex,
-                    bth.se,
-                    after,
-                );
-                st.conn.msn = psn::add(st.conn.msn, 1);
-            }
+    if lay.first {
+        let reth = p.hdr.reth.ok_or(Refusal::InvalidRequest)?;
+        responder::check_qp_allows(
+            st.attr.qp_access_flags,
+            st.attr.max_dest_rd_atomic,
+            Remote::Write,
+        )?;
+        responder::check_rkey(qp, Remote::Write, reth.va, reth.rkey, reth.dma_len)?;
+        if lay.last && imm.is_some() && !take_recv(qp, st) {
+            return Err(Refusal::NoReceiveWqe);
         }
-        Kind::Write => {
-            if lay.first {
-                let Some(reth) = p.hdr.reth else {
-                    return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-                };
-                if st.attr.qp_access_flags & access::REMOTE_WRITE == 0
-                    || reth.dma_len > limits::MAX_MSG_SZ
-                {
-                    return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-                }
-                if reth.dma_len > 0
-                    && placement::find_remote(
-                        qp,
-                        reth.rkey,
-                        reth.va,
-                        reth.dma_len as usize,
-                        access::REMOTE_WRITE,
-                    )
-                    .is_none()
-                {
-                    return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
-                }
-                // The receive WQE of a one-packet WRITE with immediate, before the message
-                // starts: after an RNR NAK the request comes again as a first packet.
-                if lay.last && imm.is_some() && !take_recv(qp, st) {
-                    return no_receive_wqe(st, bpsn, rc, counters);
-                }
-                st.conn.msg = InMsg::Write {
-                    va: reth.va,
-                    rkey: reth.rkey,
-                    left: reth.dma_len,
-                    total: reth.dma_len,
-                };
-            }
-            let InMsg::Write {
-                va,
-                rkey,
-                left,
-                total,
-            } = st.conn.msg
-            else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            if n > left || (lay.last && n != left) {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            }
-            if lay.last && imm.is_some() && !take_recv(qp, st) {
-                return no_receive_wqe(st, bpsn, rc, counters);
-            }
-            if n > 0 {
-                let remote = placement::one_sge(va, n.into(), rkey);
-                let mut to = Walk::remote(qp, access::REMOTE_WRITE, &remote);
-                if placement::place(&mut to, &mut Source::Bytes(p.payload), n as usize, false)
-                    .is_err()
-                {
-                    return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
-                }
-            }
-            st.conn.msg = InMsg::Write {
-                va: va.wrapping_add(n.into()),
-                rkey,
-                left: left - n,
-                total,
-            };
-            if lay.last {
-                st.conn.msg = InMsg::None;
-                if imm.is_some() {
-                    let ex = imm.map_or(Ex::None, Ex::Imm);
-                    complete_recv(
-                        qp,
-                        st,
-                        wc_status::SUCCESS,
-                        wc_opcode::RECV_RDMA_WITH_IMM,
-                        total,
-                        ex,
-                        bth.se,
-                        after,
-                    );
-                } else {
-                    counters.add(Stat::RcvdMsgs, 1);
-                    counters.add(Stat::RcvdBytes, total.into());
-                }
-                st.conn.msn = psn::add(st.conn.msn, 1);
-            }
-        }
-        Kind::Read => {
-            let Some(reth) = p.hdr.reth else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            if st.attr.qp_access_flags & access::REMOTE_READ == 0 || st.attr.max_dest_rd_atomic == 0
-            {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            }
-            if !read_allowed(qp, st, &reth) {
-                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
-            }
-            let npkts = reth.dma_len.div_ceil(mtu).max(1);
-            st.conn.epsn = psn::add(bpsn, npkts);
-            st.conn.msn = psn::add(st.conn.msn, 1);
-            let c = &mut st.conn;
-            if let Some(slot) = c.reads.get_mut(c.read_next % SAVED_READS) {
-                *slot = SavedRead {
-                    first: bpsn,
-                    npkts,
-                    va: reth.va,
-                    rkey: reth.rkey,
-                    len: reth.dma_len,
-                    valid: true,
-                };
-            }
-            c.read_next = c.read_next.wrapping_add(1);
-            return Reply::Read {
-                psn: bpsn,
-                va: reth.va,
-                rkey: reth.rkey,
-                len: reth.dma_len,
-                msn: st.conn.msn,
-                mid: false,
-            };
-        }
-        Kind::Atomic => {
-            let Some(a) = p.hdr.atomic_eth else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            if st.attr.qp_access_flags & access::REMOTE_ATOMIC == 0
-                || st.attr.max_dest_rd_atomic == 0
-                || a.va % 8 != 0
-            {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            }
-            let Some(range) = placement::find_remote(qp, a.rkey, a.va, 8, access::REMOTE_ATOMIC)
-            else {
-                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
-            };
-            let Some(word) = range.atomic_word() else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            let orig = if opc == op::COMPARE_SWAP {
-                word.compare_exchange(a.compare, a.swap_add, Ordering::SeqCst, Ordering::SeqCst)
-                    .unwrap_or_else(|v| v)
-            } else {
-                word.fetch_add(a.swap_add, Ordering::SeqCst)
-            };
-            drop(range);
-            let c = &mut st.conn;
-            if let Some(slot) = c.atomics.get_mut(c.atomic_next % SAVED_ATOMICS) {
-                *slot = (bpsn, orig, true);
-            }
-            c.atomic_next = c.atomic_next.wrapping_add(1);
-            c.epsn = psn::add(bpsn, 1);
-            c.msn = psn::add(c.msn, 1);
-            counters.add(Stat::RcvdMsgs, 1);
-            return Reply::Atomic {
-                psn: bpsn,
-                orig,
-                msn: c.msn,
-            };
-        }
-        Kind::AtomicWrite => {
-            let Some(reth) = p.hdr.reth else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            // Exactly 8 bytes (IBTA oA19-28), to an aligned word the QP and the MR let remote
-            // peers write; it takes a READ/atomic resource.
-            let Ok(value) = <[u8; 8]>::try_from(p.payload) else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            if st.attr.qp_access_flags & access::REMOTE_WRITE == 0
-                || st.attr.max_dest_rd_atomic == 0
-                || reth.dma_len != 8
-                || bth.pad != 0
-            {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            }
-            let Some(range) =
-                placement::find_remote(qp, reth.rkey, reth.va, 8, access::REMOTE_WRITE)
-            else {
-                return refuse(qp, st, bpsn, NakCode::RemoteAccessError, None, after);
-            };
-            // Aligned in memory (as rxe checks the page offset; the iova may differ mod 8).
-            let Some(word) = range.atomic_word() else {
-                return refuse(qp, st, bpsn, NakCode::InvalidRequest, None, after);
-            };
-            word.store(u64::from_ne_bytes(value), Ordering::SeqCst);
-            drop(range);
-            let c = &mut st.conn;
-            c.epsn = psn::add(bpsn, 1);
-            c.msn = psn::add(c.msn, 1);
-            counters.add(Stat::RcvdMsgs, 1);
-            counters.add(Stat::RcvdBytes, 8);
-            return Reply::ReadAck {
-                psn: bpsn,
-                msn: c.msn,
-            };
-        }
-        Kind::Other => return Reply::None,
+        st.conn.msg = InMsg::Write {
+            va: reth.va,
+            rkey: reth.rkey,
+            left: reth.dma_len,
+            total: reth.dma_len,
+        };
     }
-    st.conn.epsn = psn::add(bpsn, 1);
-    if rc && bth.ack_req {
-        ack(bpsn, st.conn.msn)
+    let InMsg::Write {
+        va,
+        rkey,
+        left,
+        total,
+    } = st.conn.msg
+    else {
+        return Err(Refusal::InvalidRequest);
+    };
+    let n = p.payload.len() as u32;
+    if n > left || (lay.last && n != left) {
+        return Err(Refusal::InvalidRequest);
+    }
+    if lay.last && imm.is_some() && !take_recv(qp, st) {
+        return Err(Refusal::NoReceiveWqe);
+    }
+    if n > 0 {
+        let remote = placement::one_sge(va, n.into(), rkey);
+        let mut to = Walk::remote(qp, access::REMOTE_WRITE, &remote);
+        placement::place(&mut to, &mut Source::Bytes(p.payload), n as usize, false)
+            .map_err(|_| Refusal::RemoteAccess)?;
+    }
+    st.conn.msg = InMsg::Write {
+        va: va.wrapping_add(n.into()),
+        rkey,
+        left: left - n,
+        total,
+    };
+    if !lay.last {
+        return Ok(());
+    }
+    st.conn.msg = InMsg::None;
+    match imm {
+        Some(imm) => {
+            let extra = Extra::Imm(wire::imm_from_wire(imm));
+            let msg = received(
+                st,
+                wc_opcode::RECV_RDMA_WITH_IMM,
+                total,
+                extra,
+                p.hdr.bth.se,
+            );
+            complete_recv(qp, st, wc_status::SUCCESS, &msg, after);
+        }
+        None => responder::count_received(qp, total),
+    }
+    st.conn.msn = psn::add(st.conn.msn, 1);
+    Ok(())
+}
+
+/// An RDMA READ request: checked, remembered, answered by its response packets.
+fn on_read(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Result<Reply, Refusal> {
+    let reth = p.hdr.reth.ok_or(Refusal::InvalidRequest)?;
+    check_read(qp, st, &reth)?;
+    Ok(serve_read(st, p.hdr.bth.psn, &reth, mtu_of(st)))
+}
+
+/// An atomic: executed once, its result kept to answer a duplicate.
+fn on_atomic(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Result<Reply, Refusal> {
+    let a = p.hdr.atomic_eth.ok_or(Refusal::InvalidRequest)?;
+    let bpsn = p.hdr.bth.psn;
+    let op = if p.hdr.bth.opcode & 0x1f == op::COMPARE_SWAP {
+        Atomic::CompareSwap {
+            compare: a.compare,
+            swap: a.swap_add,
+        }
     } else {
-        Reply::None
+        Atomic::FetchAdd { add: a.swap_add }
+    };
+    responder::check_qp_allows(
+        st.attr.qp_access_flags,
+        st.attr.max_dest_rd_atomic,
+        Remote::Atomic,
+    )?;
+    let orig = responder::execute_atomic(qp, a.va, a.rkey, op)?;
+    let c = &mut st.conn;
+    if let Some(slot) = c.atomics.get_mut(c.atomic_next % SAVED_ATOMICS) {
+        *slot = (bpsn, orig, true);
     }
+    c.atomic_next = c.atomic_next.wrapping_add(1);
+    c.epsn = psn::add(bpsn, 1);
+    c.msn = psn::add(c.msn, 1);
+    Ok(Reply::Atomic {
+        psn: bpsn,
+        orig,
+        msn: c.msn,
+    })
+}
+
+/// An ATOMIC_WRITE: exactly 8 bytes (IBTA oA19-28) in the payload and in the RETH, no
+/// padding, stored once.
+fn on_atomic_write(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Result<Reply, Refusal> {
+    let reth = p.hdr.reth.ok_or(Refusal::InvalidRequest)?;
+    let value = <[u8; 8]>::try_from(p.payload).map_err(|_| Refusal::InvalidRequest)?;
+    if reth.dma_len != 8 || p.hdr.bth.pad != 0 {
+        return Err(Refusal::InvalidRequest);
+    }
+    responder::check_qp_allows(
+        st.attr.qp_access_flags,
+        st.attr.max_dest_rd_atomic,
+        Remote::AtomicWrite,
+    )?;
+    responder::execute_atomic_write(qp, reth.va, reth.rkey, value)?;
+    let c = &mut st.conn;
+    c.epsn = psn::add(p.hdr.bth.psn, 1);
+    c.msn = psn::add(c.msn, 1);
+    Ok(Reply::ReadAck {
+        psn: p.hdr.bth.psn,
+        msn: c.msn,
+    })
 }

@@ -30,6 +30,10 @@ mod packet;
 mod packet_tests;
 #[path = "../../psn.rs"]
 mod psn;
+#[path = "../../refusal.rs"]
+mod refusal;
+#[cfg(test)]
+mod refusal_tests;
 #[cfg(test)]
 mod rxe_packets;
 #[path = "../../transport.rs"]
