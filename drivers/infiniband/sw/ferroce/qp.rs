@@ -888,43 +888,25 @@ pub(crate) fn admit(
         // while the old peer's message is in flight. The new one is dropped.
         return Err(Refusal::Dropped);
     }
-    let Some(rq) = st.rq.as_mut() else {
-        // Taken under the QP's lock (QP, then SRQ, as everywhere), so that a move to ERR
-        // sees the receive in flight and holds "last WQE reached" back until it completes.
-        let srq = dest.srq().ok_or(Refusal::RemoteOperational)?;
-        return match crate::srq::take(srq, buf) {
-            Ok(Some((len, max_sge))) => {
-                st.receiving = true;
-                Ok(Responder {
-                    wqe_len: Some(len),
-                    max_sge,
-                    ..resp
-                })
+    if from_type == QpType::Rc {
+        if let Some(rq) = st.rq.as_mut() {
+            if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
+                // Ask for the doorbell, then look again: the provider stores its producer
+                // index and then reads the flag, so a receive posted meanwhile is seen here
+                // or rung for.
+                let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
+                smp_mb();
+                if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
+                    st.rnr_waiter = Some(from);
+                }
             }
-            Ok(None) => Err(Refusal::NoReceiveWqe),
-            Err(_) => Err(Refusal::RemoteOperational),
-        };
-    };
-    let mut pending = rq.pending().map_err(|_| Refusal::RemoteOperational)?;
-    if pending == 0 && from_type == QpType::Rc {
-        // Ask for the doorbell, then look again: the provider stores its producer index and
-        // then reads the flag, so a receive posted meanwhile is seen here or rung for.
-        let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
-        smp_mb();
-        pending = rq.pending().map_err(|_| Refusal::RemoteOperational)?;
-        if pending == 0 {
-            st.rnr_waiter = Some(from);
         }
     }
-    if pending == 0 {
-        return Err(Refusal::NoReceiveWqe);
-    }
-    let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
-    rq.peek(0, &mut buf[..len])
-        .map_err(|_| Refusal::RemoteOperational)?;
-    rq.consume(1).map_err(|_| Refusal::RemoteOperational)?;
+    let taken =
+        crate::responder::take_receive_wqe(dest, st.rq.as_mut(), st.attr.cap.max_recv_sge, buf)?;
     st.receiving = true;
-    resp.wqe_len = Some(len);
+    resp.wqe_len = Some(taken.len);
+    resp.max_sge = taken.max_sge;
     Ok(resp)
 }
 
@@ -991,31 +973,11 @@ pub(crate) fn receive_datagram(
     if takes(dest, st, from, 0, from_type, None, qkey, 0).is_err() {
         return false;
     }
-    let cqe = match st.rq.as_mut() {
-        Some(rq) => {
-            if rq.pending().unwrap_or(0) == 0 {
-                return false;
-            }
-            let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
-            if rq.peek(0, &mut buf[..len]).is_err() {
-                return false;
-            }
-            let cqe = place(&buf[..len], st.attr.cap.max_recv_sge);
-            if rq.consume(1).is_err() {
-                return false;
-            }
-            cqe
-        }
-        None => {
-            let Some(srq) = dest.srq() else {
-                return false;
-            };
-            match crate::srq::take(srq, buf) {
-                Ok(Some((len, max_sge))) => place(&buf[..len], max_sge),
-                _ => return false,
-            }
-        }
+    let max_sge = st.attr.cap.max_recv_sge;
+    let Ok(taken) = crate::responder::take_receive_wqe(dest, st.rq.as_mut(), max_sge, buf) else {
+        return false;
     };
+    let cqe = place(&buf[..taken.len], taken.max_sge);
     if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
         after.notices.recv = n;
     }

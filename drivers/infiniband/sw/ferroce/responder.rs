@@ -16,6 +16,7 @@ use crate::{
     placement::{find_remote, Range},
     refusal::Refusal,
     stats::Stat,
+    wq::WorkQueue,
 };
 
 /// An operation on the responder's memory that a peer asks for.
@@ -146,6 +147,42 @@ pub(crate) fn receive_sges(wqe: &[u8], max_sge: u32) -> Result<&[u8], Refusal> {
     let end = abi::RECV_WQE_HEADER + num as usize * abi::SGE_SIZE;
     wqe.get(abi::RECV_WQE_HEADER..end)
         .ok_or(Refusal::ReceiveUnusable)
+}
+
+/// A receive WQE taken for a message: its first `len` bytes are in the caller's buffer, and it
+/// may hold `max_sge` SGEs (its QP's or its SRQ's limit).
+pub(crate) struct TakenWqe {
+    pub(crate) len: usize,
+    pub(crate) max_sge: u32,
+}
+
+/// Takes the next receive WQE of `dest` into `buf`: from `rq`, its own receive queue (under
+/// its lock; `max_sge` its limit), or from its SRQ. None posted: an RNR wait; a ring the
+/// responder cannot read, or an SRQ that failed: its own failure.
+pub(crate) fn take_receive_wqe(
+    dest: &Qp<Ferroce>,
+    rq: Option<&mut WorkQueue>,
+    max_sge: u32,
+    buf: &mut [u8],
+) -> Result<TakenWqe, Refusal> {
+    let Some(rq) = rq else {
+        // Taken under the QP's lock (QP, then SRQ, as everywhere), so that a move to ERR sees
+        // the receive in flight.
+        let srq = dest.srq().ok_or(Refusal::RemoteOperational)?;
+        return match crate::srq::take(srq, buf) {
+            Ok(Some((len, max_sge))) => Ok(TakenWqe { len, max_sge }),
+            Ok(None) => Err(Refusal::NoReceiveWqe),
+            Err(_) => Err(Refusal::RemoteOperational),
+        };
+    };
+    if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
+        return Err(Refusal::NoReceiveWqe);
+    }
+    let len = (rq.wqe_size as usize).min(buf.len());
+    rq.peek(0, &mut buf[..len])
+        .and_then(|()| rq.consume(1))
+        .map_err(|_| Refusal::RemoteOperational)?;
+    Ok(TakenWqe { len, max_sge })
 }
 
 /// What a receive completion carries besides the data.

@@ -19,7 +19,7 @@ use crate::{
     packet::Parsed,
     placement::{self, Fault, Source, Walk},
     psn,
-    qp::{After, QpShared, RECV_WQE_MAX},
+    qp::{After, QpShared},
     refusal::{Answer, Refusal},
     reply::{ack, nak, Reply},
     responder::{self, Atomic, Extra, Received, Remote},
@@ -117,40 +117,30 @@ fn kind_of(opc: u8) -> Kind {
 }
 
 /// Takes the next receive WQE for a message (the one a UC message that lost a packet left, if
-/// any); `false` if none is posted.
-fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> bool {
+/// any).
+fn take_recv(qp: &Qp<Ferroce>, st: &mut QpShared) -> Result<(), Refusal> {
     if st.conn.recv.is_some() {
-        return true;
+        return Ok(());
     }
-    let mut held = RecvHeld {
-        len: 0,
-        max_sge: st.attr.cap.max_recv_sge,
-        resets: st.resets,
-    };
-    match st.rq.as_mut() {
-        Some(rq) => {
-            if rq.pending().unwrap_or(0) == 0 {
-                return false;
-            }
-            let len = (rq.wqe_size as usize).min(RECV_WQE_MAX);
-            if rq.peek(0, &mut st.conn.recv_wqe[..len]).is_err() || rq.consume(1).is_err() {
-                return false;
-            }
-            held.len = len;
-        }
-        None => {
-            let Some(srq) = qp.srq() else { return false };
-            match crate::srq::take(srq, &mut st.conn.recv_wqe[..]) {
-                Ok(Some((len, max_sge))) => {
-                    held.len = len;
-                    held.max_sge = max_sge;
-                }
-                _ => return false,
-            }
-        }
-    }
-    st.conn.recv = Some(held);
-    true
+    let QpShared {
+        rq,
+        conn,
+        attr,
+        resets,
+        ..
+    } = st;
+    let taken = responder::take_receive_wqe(
+        qp,
+        rq.as_mut(),
+        attr.cap.max_recv_sge,
+        &mut conn.recv_wqe[..],
+    )?;
+    conn.recv = Some(RecvHeld {
+        len: taken.len,
+        max_sge: taken.max_sge,
+        resets: *resets,
+    });
+    Ok(())
 }
 
 /// Places `payload` at `at` of the held receive WQE.
@@ -487,8 +477,8 @@ fn on_send(
     rc: bool,
     after: &mut After,
 ) -> Result<(), Refusal> {
-    if p.layout.first && !take_recv(qp, st) {
-        return Err(Refusal::NoReceiveWqe);
+    if p.layout.first {
+        take_recv(qp, st)?;
     }
     let placed = match st.conn.msg {
         InMsg::Send { placed } => placed,
@@ -544,8 +534,8 @@ fn on_write(
             Remote::Write,
         )?;
         responder::check_rkey(qp, Remote::Write, reth.va, reth.rkey, reth.dma_len)?;
-        if lay.last && imm.is_some() && !take_recv(qp, st) {
-            return Err(Refusal::NoReceiveWqe);
+        if lay.last && imm.is_some() {
+            take_recv(qp, st)?;
         }
         st.conn.msg = InMsg::Write {
             va: reth.va,
@@ -567,8 +557,8 @@ fn on_write(
     if n > left || (lay.last && n != left) {
         return Err(Refusal::InvalidRequest);
     }
-    if lay.last && imm.is_some() && !take_recv(qp, st) {
-        return Err(Refusal::NoReceiveWqe);
+    if lay.last && imm.is_some() {
+        take_recv(qp, st)?;
     }
     if n > 0 {
         let remote = placement::one_sge(va, n.into(), rkey);
