@@ -13,44 +13,15 @@ use kernel::{
     rdma::{self, link},
 };
 
-mod abi;
-mod ah;
-mod count;
-mod cq;
-mod device;
-mod grh;
-mod guid;
-mod keys;
-mod limits;
-mod mr;
-mod mw;
-mod netevent;
-mod numbers;
-mod placement;
-mod qp;
-mod queue;
-mod srq;
-mod stats;
-mod wq;
+// The layers, each importing only those before it (a host test checks it).
+mod engine;
+mod net;
+mod protocol;
+mod verbs;
+// The entry points ib_core and `rdma link` call.
+mod ops;
 
-// The RoCEv2 wire protocol (headers, opcodes, PSNs, ICRC, whole packets, AETH syndromes and
-// timers): `core` only, tested on the host against packets rdma_rxe sent.
-mod bth;
-mod eth;
-mod icrc;
-mod opcode;
-mod packet;
-mod psn;
-mod refusal;
-mod transport;
-// The wire path: packets in and out (wire.rs), the connected transports on it (rc.rs), a
-// responder's paced replies (reply.rs).
-mod rc;
-mod reply;
-mod responder;
-mod wire;
-
-use device::Ferroce;
+use verbs::device::Ferroce;
 
 module! {
     type: FerroceModule,
@@ -65,7 +36,7 @@ struct FerroceModule {
     // Options so that `drop` can tear down in order: no new links, then no devices, then no
     // netdev events.
     link: Option<Pin<KBox<link::Registration<Ferroce>>>>,
-    notifier: Option<Pin<KBox<Notifier<netevent::NetEvents>>>>,
+    notifier: Option<Pin<KBox<Notifier<net::netevent::NetEvents>>>>,
 }
 
 impl kernel::Module for FerroceModule {

@@ -4,44 +4,54 @@
 
 #![allow(dead_code)]
 
-#[path = "../../abi.rs"]
+#[path = "../../protocol/abi.rs"]
 mod abi;
-#[path = "../../bth.rs"]
+#[path = "../../protocol/bth.rs"]
 mod bth;
-#[path = "../../count.rs"]
+#[path = "../../protocol/count.rs"]
 mod count;
-#[path = "../../eth.rs"]
+#[path = "../../protocol/eth.rs"]
 mod eth;
-#[path = "../../grh.rs"]
+#[path = "../../protocol/grh.rs"]
 mod grh;
-#[path = "../../guid.rs"]
+#[path = "../../protocol/guid.rs"]
 mod guid;
-#[path = "../../icrc.rs"]
+#[path = "../../protocol/icrc.rs"]
 mod icrc;
-#[path = "../../keys.rs"]
+#[path = "../../protocol/keys.rs"]
 mod keys;
-#[path = "../../limits.rs"]
+#[cfg(test)]
+mod layer_tests;
+#[path = "../../protocol/limits.rs"]
 mod limits;
-#[path = "../../opcode.rs"]
+#[path = "../../protocol/opcode.rs"]
 mod opcode;
-#[path = "../../packet.rs"]
+#[path = "../../protocol/packet.rs"]
 mod packet;
 #[cfg(test)]
 mod packet_tests;
-#[path = "../../psn.rs"]
+#[path = "../../protocol/psn.rs"]
 mod psn;
-#[path = "../../refusal.rs"]
+#[path = "../../protocol/refusal.rs"]
 mod refusal;
 #[cfg(test)]
 mod refusal_tests;
 #[cfg(test)]
 mod rxe_packets;
-#[path = "../../transport.rs"]
+#[path = "../../protocol/transport.rs"]
 mod transport;
-#[path = "../../rc/window.rs"]
+#[path = "../../engine/rc/window.rs"]
 mod window;
 #[cfg(test)]
 mod window_tests;
+
+/// The driver's `crate::protocol` paths, to the modules above.
+mod protocol {
+    pub(crate) use super::{
+        abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, packet, psn, refusal,
+        transport,
+    };
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,1137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the send and receive rings shared with the provider, the IBTA state machine and
+//! the attributes every transition validates.
+
+use kernel::{
+    alloc::KVVec,
+    new_spinlock_irq,
+    prelude::*,
+    rdma::{
+        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent,
+        QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
+    },
+    sync::{barrier::smp_mb, Mutex, SpinLockIrq},
+};
+
+use crate::{
+    engine::{placement, rc},
+    protocol::{
+        abi::{self, Cqe, SendWqe, WqeUnion},
+        keys::KeyTable,
+        limits,
+        refusal::Refusal,
+    },
+    verbs::{
+        cq::{self, Notice},
+        device::{active_mtu, Ferroce},
+        mr,
+        numbers::{GsiSlot, Number},
+        wq::{produce_recv, sge_list, WorkQueue, WQE_BODY},
+    },
+};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+pub(crate) use crate::verbs::wq::{RECV_WQE_MAX, SEND_WQE_MAX};
+
+/// What `modify_qp`, `query_qp`, the doorbells and the data path share: the attributes, the
+/// rings and the state of the send queue's executor.
+pub(crate) struct QpShared {
+    pub(crate) attr: QpAttr,
+    pub(crate) sq: WorkQueue,
+    /// `None` when the QP receives from an SRQ.
+    pub(crate) rq: Option<WorkQueue>,
+    /// Whether the destination of an RC/UC QP is a GID of this device (checked when the
+    /// address vector is set).
+    pub(crate) peer_local: bool,
+    /// The serial (`QpData::serial`) of the local QP that had the destination QP number when
+    /// it was set: direct placement takes messages only from that QP, and sends only to it.
+    /// A QP number comes back to another process once its QP is gone (after at most 255
+    /// others of its index), and that process must not inherit the connection.
+    pub(crate) peer_serial: Option<u64>,
+    /// Some caller is executing the send queue (`run_sq`); others leave new work to it. While
+    /// it runs, the WQE it executes stays in the ring (the consumer index advances when the
+    /// WQE completes) and only it completes or flushes send work.
+    pub(crate) sending: bool,
+    /// The `sending` token was handed to the QP's work item.
+    pub(crate) sq_to_work: bool,
+    /// The send queue waits for the destination to post a receive (RNR), until kicked.
+    rnr_wait: bool,
+    /// Times the QP was kicked (a receive it waited for was posted): an executor that finds
+    /// no receive WQE retries at once if a kick came meanwhile.
+    kicks: u32,
+    /// Times the QP went back to RESET: an executor that sees it changed completes nothing.
+    pub(crate) resets: u32,
+    /// The QP whose send queue waits for this QP's receive queue.
+    rnr_waiter: Option<u32>,
+    /// A requester is placing a message into the receive WQE it took from this QP's RQ; it
+    /// completes it (`complete_recv`), and flushes the RQ after it if the QP entered ERR
+    /// meanwhile, so that receive completions stay in order.
+    receiving: bool,
+    /// The wire state of a connected QP whose peer is elsewhere (rc.rs).
+    pub(crate) conn: rc::Conn,
+}
+
+/// What is left to do once a QP's lock is dropped: tell its CQs, report events, kick the QP
+/// waiting for its receive queue, restart its send queue.
+#[derive(Default)]
+#[must_use]
+pub(crate) struct After {
+    pub(crate) notices: Notices,
+    last_wqe: bool,
+    sq_drained: bool,
+    waiter: Option<u32>,
+    restart: bool,
+}
+
+impl After {
+    /// Does it; `may_sleep` if the caller is in process context with no lock held.
+    pub(crate) fn run(self, qp: &Qp<Ferroce>, may_sleep: bool) {
+        self.notices.deliver(qp);
+        if self.last_wqe {
+            // The QP takes no more WQEs from its SRQ (IBTA 10.3.1: "last WQE reached").
+            qp.dispatch_event(QpEvent::LastWqeReached);
+        }
+        if self.sq_drained {
+            qp.dispatch_event(QpEvent::SqDrained);
+        }
+        if let Some(waiter) = self.waiter.and_then(|n| qp.device().qp(n)) {
+            kick(&waiter, may_sleep);
+        }
+        if self.restart {
+            start_sq(qp, may_sleep);
+        }
+    }
+}
+
+/// What the QP's CQs are to be told once the QP lock is dropped.
+#[derive(Default)]
+#[must_use]
+pub(crate) struct Notices {
+    pub(crate) send: Notice,
+    pub(crate) recv: Notice,
+}
+
+impl Notices {
+    fn deliver(self, qp: &Qp<Ferroce>) {
+        self.send.deliver(qp.send_cq());
+        self.recv.deliver(qp.recv_cq());
+    }
+}
+
+impl QpShared {
+    /// Moves the QP to ERR (from modify or the data path) unless it is there: posted receive
+    /// work completes flushed, and so does send work unless an executor is running, which
+    /// flushes it; a QP waiting for this one's receives is to be kicked (and fail).
+    pub(crate) fn enter_error(&mut self, qp: &Qp<Ferroce>, after: &mut After) {
+        if self.attr.qp_state == QpState::Err {
+            return;
+        }
+        self.attr.qp_state = QpState::Err;
+        self.attr.cur_qp_state = QpState::Err;
+        // Everything posted completes with a flush error, and so does everything posted from
+        // now on: the RQ needs its doorbell for that. The flag is set before the RQ's
+        // producer index is read (in `flush_rq`), with a full barrier between, as the
+        // provider stores the index before it reads the flag: a receive posted meanwhile is
+        // either flushed here or rung for. (A corrupt ring flushes nothing; the QP is in
+        // error all the same.)
+        if let Some(rq) = &self.rq {
+            let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
+        }
+        smp_mb();
+        if !self.sending {
+            let _ = self.flush_sq(qp, &mut after.notices);
+        }
+        // A message the wire responder was receiving: its WQE completes flushed, first.
+        if let Some(wr_id) = self.conn.take_held_recv(self.resets) {
+            let cqe = flushed(qp, wr_id, abi::wc_opcode::RECV, qp.qp_num());
+            if let Ok(n) = cq::post(qp.recv_cq(), &cqe) {
+                after.notices.recv = after.notices.recv.or(n);
+            }
+        }
+        if !self.receiving {
+            let _ = self.flush_rq(qp, &mut after.notices);
+            after.last_wqe = qp.srq().is_some();
+        }
+        after.waiter = self.rnr_waiter.take();
+    }
+
+    /// Completes every posted send WQE with a flush error (the QP is in ERR).
+    pub(crate) fn flush_sq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
+        // The wire requester's records go with the WQEs they describe.
+        self.conn.clear_requester();
+        let qpn = qp.qp_num();
+        self.sq.drain(|hdr: &[u8; abi::SEND_WQE_HEADER]| {
+            let wr_id = abi::wqe_wr_id(hdr.first_chunk().unwrap_or(&[0; abi::RECV_WQE_HEADER]));
+            let op = u32::from_ne_bytes(
+                hdr[abi::SEND_WQE_OPCODE..][..4]
+                    .try_into()
+                    .unwrap_or([0; 4]),
+            );
+            // An unknown opcode still completes (as a send): the WQE is not executed.
+            let opcode = abi::wc_opcode_of(op).unwrap_or(abi::wc_opcode::SEND);
+            // A corrupt CQ ring is the owner's problem; the flush goes on.
+            if let Ok(n) = cq::post(qp.send_cq(), &flushed(qp, wr_id, opcode, qpn)) {
+                notices.send = notices.send.or(n);
+            }
+        })
+    }
+
+    /// Completes every posted receive WQE with a flush error (the QP is in ERR).
+    fn flush_rq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
+        let Some(rq) = self.rq.as_mut() else {
+            return Ok(());
+        };
+        let qpn = qp.qp_num();
+        rq.drain(|hdr: &[u8; abi::RECV_WQE_HEADER]| {
+            let wr_id = abi::wqe_wr_id(hdr);
+            let cqe = flushed(qp, wr_id, abi::wc_opcode::RECV, qpn);
+            if let Ok(n) = cq::post(qp.recv_cq(), &cqe) {
+                notices.recv = notices.recv.or(n);
+            }
+        })
+    }
+}
+
+/// A flushed work request's completion (naming the QP for a kernel CQ).
+fn flushed(qp: &Qp<Ferroce>, wr_id: u64, opcode: u32, qpn: u32) -> Cqe {
+    Cqe {
+        kernel_qp: QpToken::of(qp).to_bits(),
+        ..Cqe::flushed(wr_id, opcode, qpn)
+    }
+}
+
+/// Per-QP state.
+#[pin_data]
+pub(crate) struct QpData {
+    /// The QP's number, held while the QP exists.
+    _number: QpNumber,
+    /// Unique among the device's QPs ever created (numbers are reused, serials never).
+    pub(crate) serial: u64,
+    pub(crate) init: QpInitAttr,
+    /// Taken in any context (kernel users post from softirq, packets arrive in softirq).
+    #[pin]
+    pub(crate) state: SpinLockIrq<QpShared>,
+    /// The PSN of the next UD datagram sent on the wire (receivers do not check it).
+    ud_psn: AtomicU32,
+}
+
+impl QpData {
+    pub(crate) fn qp_type(&self) -> QpType {
+        self.init.qp_type
+    }
+
+    pub(crate) fn next_ud_psn(&self) -> u32 {
+        self.ud_psn.fetch_add(1, Ordering::Relaxed) & crate::protocol::psn::MASK
+    }
+}
+
+/// Where a QP's number comes from: QP1 is the general services QP; the others are numbered
+/// from the device's table.
+enum QpNumber {
+    Gsi { _held: GsiSlot },
+    Table(Number<Mutex<KeyTable<KVVec<u16>>>>),
+}
+
+impl QpNumber {
+    fn get(&self) -> u32 {
+        match self {
+            QpNumber::Gsi { .. } => GSI_QPN,
+            QpNumber::Table(n) => n.get(),
+        }
+    }
+}
+
+fn entries(wr: u32) -> Result<u32> {
+    if wr > limits::MAX_QP_WR {
+        return Err(EINVAL);
+    }
+    Ok(wr.max(1).next_power_of_two())
+}
+
+pub(crate) fn create(
+    pd: &Pd<Ferroce>,
+    init: &mut QpInitAttr,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result<(impl PinInit<QpData, Error>, u32)> {
+    if init.create_flags != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    // QP1 belongs to ib_core's MAD layer, one per port.
+    if init.qp_type == QpType::Gsi && uctx.is_some() {
+        return Err(EINVAL);
+    }
+    if init.has_srq {
+        // Receives come from the SRQ: the QP has no receive queue of its own.
+        init.cap.max_recv_wr = 0;
+        init.cap.max_recv_sge = 0;
+    }
+    udata.require_no_input()?;
+    let cap = init.cap;
+    if cap.max_send_sge > limits::MAX_SGE
+        || cap.max_recv_sge > limits::MAX_SGE
+        || cap.max_inline_data > limits::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    let sq_entries = entries(cap.max_send_wr)?;
+    let (sq_wqe, rq_wqe) = abi::wqe_sizes(cap.max_send_sge, cap.max_inline_data, cap.max_recv_sge);
+    let sq = WorkQueue::new(uctx, sq_entries, sq_wqe)?;
+    let rq = if init.has_srq {
+        None
+    } else {
+        Some(WorkQueue::new(uctx, entries(cap.max_recv_wr)?, rq_wqe)?)
+    };
+    // No kernel thread watches the send queue: every post needs the doorbell.
+    sq.set_flag(abi::QUEUE_NEED_WAKEUP, true)?;
+    init.cap = QpCap {
+        max_send_wr: sq_entries,
+        max_recv_wr: rq.as_ref().map_or(0, |rq| rq.queue.num_entries),
+        max_send_sge: abi::sge_room(sq_wqe, abi::SEND_WQE_HEADER).min(limits::MAX_SGE),
+        max_recv_sge: rq.as_ref().map_or(0, |_| {
+            abi::sge_room(rq_wqe, abi::RECV_WQE_HEADER).min(limits::MAX_SGE)
+        }),
+        max_inline_data: (sq_wqe - abi::SEND_WQE_HEADER as u32).min(limits::MAX_INLINE_DATA),
+    };
+    if uctx.is_some() {
+        let rq_mi = rq.as_ref().map(|rq| rq.queue.mmap_info()).transpose()?;
+        udata.write(&abi::create_qp_resp(
+            &sq.queue.mmap_info()?,
+            rq_mi.as_ref(),
+            sq_wqe,
+            rq.as_ref().map_or(0, |_| rq_wqe),
+        ))?;
+    }
+    let attr = QpAttr {
+        qp_state: QpState::Reset,
+        cur_qp_state: QpState::Reset,
+        path_mtu: Mtu::Mtu1024 as u32,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        qp_access_flags: 0,
+        av: None,
+        pkey_index: 0,
+        en_sqd_async_notify: 0,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 1,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        cap: init.cap,
+    };
+    let dev = pd.device().data();
+    let number = if init.qp_type == QpType::Gsi {
+        QpNumber::Gsi {
+            _held: GsiSlot::take(&dev.gsi_qp)?,
+        }
+    } else {
+        QpNumber::Table(Number::take(&dev.qpns)?)
+    };
+    let qpn = number.get();
+    let init = *init;
+    let conn = rc::Conn::new(sq_entries, init.qp_type == QpType::Rc)?;
+    let serial = dev.qp_serials.fetch_add(1, Ordering::Relaxed);
+    let data = try_pin_init!(QpData {
+        _number: number,
+        serial,
+        init,
+        state <- new_spinlock_irq!(
+            QpShared {
+                attr,
+                sq,
+                rq,
+                peer_local: false,
+                peer_serial: None,
+                sending: false,
+                sq_to_work: false,
+                rnr_wait: false,
+                kicks: 0,
+                resets: 0,
+                rnr_waiter: None,
+                receiving: false,
+                conn,
+            },
+            "ferroce:qp"
+        ),
+        ud_psn: AtomicU32::new(0),
+    });
+    Ok((data, qpn))
+}
+
+/// The number of the general services QP (QP1); other QPs are numbered from 256 on (keys.rs).
+const GSI_QPN: u32 = 1;
+
+const ACCESS: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+
+/// Checks every attribute in `mask` against the limits; the state machine is checked by
+/// ib_core's table.
+fn check(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32) -> Result {
+    let bad = |cond: bool| if cond { Err(EINVAL) } else { Ok(()) };
+    if mask & (m::ALT_PATH | m::PATH_MIG_STATE | m::CAP | m::RATE_LIMIT) != 0 {
+        // Automatic path migration, QP resizing and rate limits: not supported.
+        return Err(EOPNOTSUPP);
+    }
+    if mask & m::PORT != 0 {
+        bad(attr.port_num != 1)?;
+    }
+    if mask & m::PKEY_INDEX != 0 {
+        bad(attr.pkey_index >= limits::PKEY_TBL_LEN)?;
+    }
+    if mask & m::ACCESS_FLAGS != 0 {
+        bad(attr.qp_access_flags & !ACCESS != 0)?;
+    }
+    if mask & m::AV != 0 {
+        let av = attr.av.as_ref().ok_or(EINVAL)?;
+        bad(av.port_num != 1 || u32::from(av.sgid_index) >= limits::GID_TBL_LEN || av.sl > 7)?;
+    }
+    if mask & m::PATH_MTU != 0 {
+        // No larger than what the netdev carries now.
+        let active = qp
+            .device()
+            .netdev(1)
+            .map_or(Mtu::Mtu256, |nd| active_mtu(&nd));
+        bad(Mtu::from_raw(attr.path_mtu).ok_or(EINVAL)? > active)?;
+    }
+    if mask & m::TIMEOUT != 0 {
+        bad(attr.timeout > 31)?;
+    }
+    if mask & m::RETRY_CNT != 0 {
+        bad(attr.retry_cnt > 7)?;
+    }
+    if mask & m::RNR_RETRY != 0 {
+        bad(attr.rnr_retry > 7)?;
+    }
+    if mask & m::MIN_RNR_TIMER != 0 {
+        bad(attr.min_rnr_timer > 31)?;
+    }
+    if mask & m::RQ_PSN != 0 {
+        bad(attr.rq_psn > 0xff_ffff)?;
+    }
+    if mask & m::SQ_PSN != 0 {
+        bad(attr.sq_psn > 0xff_ffff)?;
+    }
+    if mask & m::DEST_QPN != 0 {
+        bad(attr.dest_qp_num > 0xff_ffff)?;
+    }
+    if mask & m::MAX_QP_RD_ATOMIC != 0 {
+        bad(u32::from(attr.max_rd_atomic) > limits::MAX_QP_RD_ATOM)?;
+    }
+    if mask & m::MAX_DEST_RD_ATOMIC != 0 {
+        bad(u32::from(attr.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Udata<'_>) -> Result {
+    udata.require_no_input()?;
+    // The attributes are checked before the QP lock (a spinlock): the check looks up the netdev.
+    check(qp, attr, mask)?;
+    // So is the destination: a GID of this device is served by direct placement.
+    let peer_local = match (&attr.av, mask & m::AV != 0) {
+        (Some(av), true) => Some(qp.device().gid_is_local(1, &av.dgid)),
+        _ => None,
+    };
+    // And which QP of this device has the destination number now (for direct placement).
+    let peer_serial = (mask & m::DEST_QPN != 0).then(|| {
+        qp.device()
+            .qp(attr.dest_qp_num)
+            .map(|peer| peer.data().serial)
+    });
+    let data = qp.data();
+    let mut st = data.state.lock();
+    let cur = st.attr.qp_state;
+    if mask & m::CUR_STATE != 0 && attr.cur_qp_state != cur {
+        return Err(EINVAL);
+    }
+    let next = if mask & m::STATE != 0 {
+        attr.qp_state
+    } else {
+        cur
+    };
+    if !modify_is_ok(cur, next, data.init.qp_type, mask) {
+        return Err(EINVAL);
+    }
+    let a = &mut st.attr;
+    macro_rules! take {
+        ($bit:expr, $($field:ident),+) => {
+            if mask & $bit != 0 {
+                $(a.$field = attr.$field;)+
+            }
+        };
+    }
+    take!(m::PKEY_INDEX, pkey_index);
+    take!(m::PORT, port_num);
+    take!(m::QKEY, qkey);
+    take!(m::ACCESS_FLAGS, qp_access_flags);
+    take!(m::AV, av);
+    take!(m::PATH_MTU, path_mtu);
+    take!(m::TIMEOUT, timeout);
+    take!(m::RETRY_CNT, retry_cnt);
+    take!(m::RNR_RETRY, rnr_retry);
+    take!(m::MIN_RNR_TIMER, min_rnr_timer);
+    take!(m::RQ_PSN, rq_psn);
+    take!(m::SQ_PSN, sq_psn);
+    take!(m::DEST_QPN, dest_qp_num);
+    take!(m::MAX_QP_RD_ATOMIC, max_rd_atomic);
+    take!(m::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+    take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+    a.qp_state = next;
+    a.cur_qp_state = next;
+    let (rq_psn, sq_psn, retry_cnt, rnr_retry) = (a.rq_psn, a.sq_psn, a.retry_cnt, a.rnr_retry);
+    if mask & m::RQ_PSN != 0 {
+        st.conn.set_rq_psn(rq_psn);
+    }
+    if mask & m::SQ_PSN != 0 {
+        st.conn.set_sq_psn(sq_psn);
+    }
+    if mask & (m::RETRY_CNT | m::RNR_RETRY) != 0 {
+        st.conn.set_retries(retry_cnt, rnr_retry);
+    }
+    if let Some(local) = peer_local {
+        st.peer_local = local;
+    }
+    if let Some(serial) = peer_serial {
+        st.peer_serial = serial;
+    }
+    let mut after = After::default();
+    if next != cur {
+        match next {
+            QpState::Err => {
+                // Entered as the data path enters it; `enter_error` sees the old state.
+                st.attr.qp_state = cur;
+                st.enter_error(qp, &mut after);
+            }
+            QpState::Reset => {
+                // Back to empty queues: posted work is dropped without completions, the WQE a
+                // running executor holds included (it sees `resets` change), and so is a
+                // receive being placed. A waiting requester is let go (to fail).
+                st.resets = st.resets.wrapping_add(1);
+                st.rnr_wait = false;
+                st.conn.reset();
+                after.waiter = st.rnr_waiter.take();
+                let _ = st.sq.discard();
+                if let Some(rq) = &mut st.rq {
+                    let _ = rq.discard();
+                    let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
+                }
+            }
+            QpState::Sqd => {
+                // SQD starts no new message; the SQ is drained once none is in flight. Direct
+                // placement completes each message in the call that starts it, so that is at
+                // once (a WQE an executor is placing right now completes before the event
+                // is of use to anybody: the owner must still poll for it).
+                after.sq_drained = st.attr.en_sqd_async_notify != 0;
+            }
+            // Back from SQD or SQE: work posted meanwhile runs now.
+            QpState::Rts => after.restart = true,
+            _ => {}
+        }
+    }
+    drop(st);
+    after.run(qp, qp.is_user());
+    Ok(())
+}
+
+/// The driver's part of destroying a QP (it is unpublished already): a QP waiting for this
+/// one's receives is let go (to fail).
+pub(crate) fn destroy(qp: &Qp<Ferroce>) {
+    let waiter = qp.data().state.lock().rnr_waiter.take();
+    After {
+        waiter,
+        ..After::default()
+    }
+    .run(qp, qp.is_user());
+}
+
+pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
+    let data = qp.data();
+    let st = data.state.lock();
+    let mut attr = st.attr;
+    if !st.peer_local && matches!(data.init.qp_type, QpType::Rc | QpType::Uc) {
+        // Where the wire has got to: the next PSN each side sends or expects.
+        attr.sq_psn = st.conn.sq_psn();
+        attr.rq_psn = st.conn.rq_psn();
+    }
+    Ok((attr, data.init))
+}
+
+/// The provider (or a kernel user's post) published send work. In RTS it is executed now, in
+/// the caller's context, unless another caller is executing the queue already (which then
+/// takes it too). In ERR and SQE it is flushed at once; before RTS it is refused (`EINVAL`)
+/// and dropped. In SQD it waits.
+pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut notices = Notices::default();
+    let mut st = qp.data().state.lock();
+    let r = match st.attr.qp_state {
+        // In SQE (a UD/UC send failed) as in ERR, new send work completes flushed (IBTA 10.8.3).
+        QpState::Err | QpState::Sqe if !st.sending => st.flush_sq(qp, &mut notices),
+        QpState::Err | QpState::Sqe | QpState::Sqd => st.sq.pending().map(|_| ()),
+        QpState::Rts => {
+            st.sq.pending()?;
+            // A new doorbell retries a send that waited for a receive too (an SRQ's receives
+            // come without a doorbell), also one a running executor is about to park.
+            st.rnr_wait = false;
+            st.kicks = st.kicks.wrapping_add(1);
+            if !st.sending {
+                st.sending = true;
+                drop(st);
+                if !qp.is_user() && kernel::rdma::context::in_interrupt() {
+                    // A kernel user posting from softirq (or with it disabled): the work,
+                    // however long, is not done there; the QP's work item takes the token.
+                    defer_sq(qp);
+                    return Ok(());
+                }
+                // A user's doorbell is a system call of the QP's owner: its own time, which
+                // it stops spending if it is killed.
+                run_sq(qp, qp.is_user(), Budget::Owner);
+                return Ok(());
+            }
+            Ok(())
+        }
+        // The SQ takes no work before RTS (IBTA 10.8.2): the post fails, so what was published
+        // for it is dropped now rather than executed once the QP reaches RTS.
+        _ => st.sq.discard().and(Err(EINVAL)),
+    };
+    drop(st);
+    notices.deliver(qp);
+    r
+}
+
+/// The provider posted receive work while the RQ asked for the doorbell: the QP is in ERR
+/// (flush it), or a sender waits for a receive WQE (kick it). In other states there is
+/// nothing to do but check the ring.
+pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
+    let mut after = After::default();
+    let mut st = qp.data().state.lock();
+    let r = match (&st.rq, st.attr.qp_state) {
+        (None, _) => Err(EINVAL),
+        (Some(_), QpState::Err) if !st.receiving => st.flush_rq(qp, &mut after.notices),
+        (Some(rq), _) => rq.pending().map(|_| ()),
+    };
+    if st.attr.qp_state != QpState::Err {
+        after.waiter = st.rnr_waiter.take();
+        if let Some(rq) = &st.rq {
+            // The waiter retries now; if it runs dry again, it asks again.
+            let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
+        }
+    }
+    drop(st);
+    after.run(qp, qp.is_user());
+    r
+}
+
+/// A receive the QP's send queue waited for was posted (or the destination failed): retry its
+/// sends now.
+fn kick(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let mut st = qp.data().state.lock();
+    st.kicks = st.kicks.wrapping_add(1);
+    st.rnr_wait = false;
+    if st.sending || st.attr.qp_state != QpState::Rts {
+        return;
+    }
+    st.sending = true;
+    drop(st);
+    // Until the queue is empty or waits again: nothing else would resume it (the owner may
+    // wait for completions without ringing again). The kicker's system call lends its time
+    // to its connected peer (a worker will take this over).
+    run_sq(qp, may_sleep, Budget::UntilDone);
+}
+
+/// Starts executing the send queue if work waits and nobody executes it (a move back to RTS).
+fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let mut st = qp.data().state.lock();
+    if st.sending || st.attr.qp_state != QpState::Rts || st.sq.pending().unwrap_or(0) == 0 {
+        return;
+    }
+    st.sending = true;
+    drop(st);
+    run_sq(qp, may_sleep, Budget::UntilDone);
+}
+
+/// Hands the send queue's token (`sending`, which the caller holds) to the QP's work item.
+fn defer_sq(qp: &Qp<Ferroce>) {
+    qp.data().state.lock().sq_to_work = true;
+    qp.queue_work();
+}
+
+/// The QP's work item: sends the responder's replies and executes the send queue, where
+/// their tokens were handed to it (`run_sq` could not execute the queue where it was asked
+/// to; a responder's replies are paced, `reply.rs`).
+pub(crate) fn run_deferred(qp: &Qp<Ferroce>) {
+    crate::engine::reply::send_deferred(qp);
+    let sq = core::mem::take(&mut qp.data().state.lock().sq_to_work);
+    if sq {
+        run_sq(qp, true, Budget::UntilDone);
+    }
+}
+
+/// The size of a management datagram (MAD), all that QP1 receives.
+const MAD_SIZE: u32 = 256;
+
+/// How long an executor goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Budget {
+    /// The owner's own system call: until done, or until the owner is killed (its QP goes
+    /// with it).
+    Owner,
+    /// Until done: nothing else would resume the queue.
+    UntilDone,
+}
+
+/// Executes the send queue's work in the caller's context until the queue is empty, the QP
+/// leaves RTS, or the destination has no receive WQE for it (RNR). The caller set `sending`;
+/// this clears it. No lock is held while a WQE executes; completions are delivered after
+/// each. Where it `may_sleep`, it yields the CPU between WQEs.
+fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
+    if kernel::rdma::context::irqs_disabled() {
+        // A kernel user posted with interrupts off (ib_mad does, under its queue's lock):
+        // nothing may be transmitted here. The QP's work item executes the queue (the token
+        // passes on to it).
+        defer_sq(qp);
+        return;
+    }
+    let data = qp.data();
+    if matches!(data.init.qp_type, QpType::Rc | QpType::Uc) && !data.state.lock().peer_local {
+        // A peer elsewhere: the wire engine executes the queue (the token passes on).
+        rc::run(qp, may_sleep);
+        return;
+    }
+    let mut wqe = [0u8; SEND_WQE_MAX];
+    loop {
+        let mut after = After::default();
+        let mut st = data.state.lock();
+        let state = st.attr.qp_state;
+        if matches!(state, QpState::Err | QpState::Sqe) {
+            // Whatever is left completes flushed; from now on doorbells flush.
+            let _ = st.flush_sq(qp, &mut after.notices);
+            st.sending = false;
+            drop(st);
+            after.run(qp, may_sleep);
+            return;
+        }
+        let pending = if state == QpState::Rts {
+            st.sq.pending().unwrap_or(0)
+        } else {
+            0
+        };
+        let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
+        let stop =
+            budget == Budget::Owner && may_sleep && kernel::rdma::context::fatal_signal_pending();
+        if pending == 0 || stop || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
+            st.sending = false;
+            return;
+        }
+        let req = placement::Requester {
+            qpn: qp.qp_num(),
+            serial: data.serial,
+            peer_serial: st.peer_serial,
+            qp_type: data.init.qp_type,
+            dest_qpn: st.attr.dest_qp_num,
+            peer_local: st.peer_local,
+            gids: st.attr.av.as_ref().map(|av| (av.sgid, av.dgid)),
+            cap: st.attr.cap,
+            sig_all: data.init.sq_sig_all,
+            rnr_retry: st.attr.rnr_retry,
+            qkey: st.attr.qkey,
+            may_sleep,
+        };
+        let (resets, kicks) = (st.resets, st.kicks);
+        drop(st);
+        let outcome = placement::execute(qp, &req, &wqe[..len]);
+        let mut st = data.state.lock();
+        if st.resets != resets {
+            // Reset meanwhile: the WQE is gone, and with it its completion. The queue may
+            // have new work already (its doorbell found us busy): look again.
+            continue;
+        }
+        match outcome {
+            placement::Outcome::Rnr => {
+                // Wait for a kick, unless one came meanwhile (then retry at once).
+                if st.kicks == kicks {
+                    st.rnr_wait = true;
+                }
+            }
+            placement::Outcome::Done { cqe, signaled } => {
+                let _ = st.sq.consume(1);
+                if signaled || cqe.status != abi::wc_status::SUCCESS {
+                    let cqe = Cqe {
+                        kernel_qp: QpToken::of(qp).to_bits(),
+                        ..cqe
+                    };
+                    if let Ok(n) = cq::post(qp.send_cq(), &cqe) {
+                        after.notices.send = n;
+                    }
+                }
+                if cqe.status != abi::wc_status::SUCCESS {
+                    if data.init.qp_type == QpType::Rc {
+                        // A failed RC WQE puts the QP in error (IBTA 10.8.3.1); the rest
+                        // flushes.
+                        st.enter_error(qp, &mut after);
+                    } else {
+                        // A failed UD or UC send stops the send queue only (SQE, IBTA
+                        // 10.8.3.2): the rest flushes, receives go on, and a move back to RTS
+                        // recovers it (as ib_mad does for QP1).
+                        if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+                            st.attr.qp_state = QpState::Sqe;
+                            st.attr.cur_qp_state = QpState::Sqe;
+                        }
+                    }
+                }
+            }
+        }
+        drop(st);
+        after.run(qp, may_sleep);
+        if may_sleep {
+            kernel::rdma::context::cond_resched();
+        }
+    }
+}
+
+/// What a responder needs of its QP, read with the WQE it takes.
+pub(crate) struct Responder {
+    /// The receive WQE taken (its bytes are in the caller's buffer), if one was asked for.
+    pub(crate) wqe_len: Option<usize>,
+    /// The most SGEs a receive WQE of this QP may hold.
+    pub(crate) max_sge: u32,
+    /// RDMA READs and atomics the QP takes at a time (0: none).
+    pub(crate) max_dest_rd_atomic: u8,
+    /// The QP's resets when the WQE was taken (see `complete_recv`).
+    pub(crate) resets: u32,
+}
+
+/// Checks that `dest` takes a message from the QP `from` (`from_type`; for a datagram, with
+/// the Q_Key `qkey`; for a connected QP, sent from the GID `gids.0` to `gids.1`) and allows
+/// `access`.
+///
+/// A connected QP takes messages only from the peer it is connected to, on this device: its
+/// peer is local, its destination QP is `from` (the very QP that had that number when the
+/// destination was set: `from_serial`), and its address vector names `from`'s GIDs the other
+/// way round, which is what the wire checks of a packet (`rc::receive`). A QP connected
+/// to another host, or to another GID, takes nothing by direct placement, whichever local QP
+/// names it.
+#[expect(clippy::too_many_arguments)]
+fn takes(
+    dest: &Qp<Ferroce>,
+    st: &QpShared,
+    from: u32,
+    from_serial: u64,
+    from_type: QpType,
+    gids: Option<([u8; 16], [u8; 16])>,
+    qkey: u32,
+    access: u32,
+) -> core::result::Result<(), Refusal> {
+    let receiving = matches!(
+        st.attr.qp_state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    );
+    let qp_type = dest.data().init.qp_type;
+    let takes = match from_type {
+        QpType::Rc | QpType::Uc => {
+            qp_type == from_type
+                && st.attr.dest_qp_num == from
+                && st.peer_serial == Some(from_serial)
+                && st.peer_local
+                && st
+                    .attr
+                    .av
+                    .as_ref()
+                    .zip(gids)
+                    .is_some_and(|(av, (sgid, dgid))| av.dgid == sgid && av.sgid == dgid)
+        }
+        // A UD QP and QP1 take datagrams from either (MADs are datagrams to QP1).
+        QpType::Ud | QpType::Gsi => {
+            matches!(qp_type, QpType::Ud | QpType::Gsi) && st.attr.qkey == qkey
+        }
+    };
+    if !receiving || !takes {
+        return Err(Refusal::Dropped);
+    }
+    if st.attr.qp_access_flags & access != access {
+        return Err(Refusal::InvalidRequest);
+    }
+    Ok(())
+}
+
+/// Admits a message of a connected (RC, UC) QP `from` into `dest`: checks that `dest` takes
+/// it and allows `access`, then, given a `buf`, takes its next receive WQE (from its RQ or
+/// its SRQ) into it, to be completed with `complete_recv`. An RC requester finding no WQE is
+/// recorded as the waiter to kick.
+pub(crate) fn admit(
+    dest: &Qp<Ferroce>,
+    from: u32,
+    from_serial: u64,
+    from_type: QpType,
+    gids: Option<([u8; 16], [u8; 16])>,
+    access: u32,
+    buf: Option<&mut [u8; RECV_WQE_MAX]>,
+) -> core::result::Result<Responder, Refusal> {
+    let data = dest.data();
+    let mut guard = data.state.lock();
+    let st = &mut *guard;
+    takes(dest, st, from, from_serial, from_type, gids, 0, access)?;
+    let mut resp = Responder {
+        wqe_len: None,
+        max_sge: st.attr.cap.max_recv_sge,
+        max_dest_rd_atomic: st.attr.max_dest_rd_atomic,
+        resets: st.resets,
+    };
+    let Some(buf) = buf else {
+        return Ok(resp);
+    };
+    if st.receiving {
+        // Another message is being placed here: only after a reset and a new connection
+        // while the old peer's message is in flight. The new one is dropped.
+        return Err(Refusal::Dropped);
+    }
+    if from_type == QpType::Rc {
+        if let Some(rq) = st.rq.as_mut() {
+            if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
+                // Ask for the doorbell, then look again: the provider stores its producer
+                // index and then reads the flag, so a receive posted meanwhile is seen here
+                // or rung for.
+                let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, true);
+                smp_mb();
+                if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
+                    st.rnr_waiter = Some(from);
+                }
+            }
+        }
+    }
+    let taken = crate::engine::responder::take_receive_wqe(
+        dest,
+        st.rq.as_mut(),
+        st.attr.cap.max_recv_sge,
+        buf,
+    )?;
+    st.receiving = true;
+    resp.wqe_len = Some(taken.len);
+    resp.max_sge = taken.max_sge;
+    Ok(resp)
+}
+
+/// Completes the receive WQE `admit` took, in order: the completion is dropped if the QP was
+/// reset since (`resets`), and a flush a move to ERR left to this follows it. `fail` puts the
+/// QP in error (an RC responder error).
+pub(crate) fn complete_recv(
+    dest: &Qp<Ferroce>,
+    cqe: &Cqe,
+    resets: u32,
+    fail: bool,
+    may_sleep: bool,
+) {
+    let mut after = After::default();
+    let mut st = dest.data().state.lock();
+    st.receiving = false;
+    let own_rq = st.rq.is_some();
+    // A WQE of the QP's own RQ completes nowhere once the QP was reset (the RQ was emptied
+    // without completions); one taken from an SRQ was the SRQ's, and completes.
+    if st.resets == resets || !own_rq {
+        if let Ok(n) = cq::post(dest.recv_cq(), cqe) {
+            after.notices.recv = n;
+        }
+    }
+    if fail {
+        st.enter_error(dest, &mut after);
+    }
+    if st.attr.qp_state == QpState::Err {
+        // What a move to ERR left to this receive: the flush of the WQEs after it, and
+        // "last WQE reached", which must follow the last completion.
+        let _ = st.flush_rq(dest, &mut after.notices);
+        after.last_wqe = dest.srq().is_some();
+    }
+    drop(st);
+    after.run(dest, may_sleep);
+}
+
+/// Places a datagram from the QP `from` (`from_type`, Q_Key `qkey`) into `dest`: if `dest`
+/// takes it and has a receive WQE, `place` gets the WQE (its first bytes, as many as were
+/// read) and returns its completion, which is posted before the WQE is let go, all under
+/// `dest`'s lock, so that datagrams from many senders complete in the order of the WQEs.
+/// `false` if the datagram was dropped.
+#[expect(clippy::too_many_arguments)]
+pub(crate) fn receive_datagram(
+    dest: &Qp<Ferroce>,
+    from: u32,
+    from_type: QpType,
+    qkey: u32,
+    len: u32,
+    buf: &mut [u8; RECV_WQE_MAX],
+    place: impl FnOnce(&[u8], u32) -> Cqe,
+    may_sleep: bool,
+) -> bool {
+    // QP1 takes MADs, which are 256 bytes: ib_mad posts receive buffers of that size (after
+    // the GRH) and stops reposting once one completes in error, so a longer datagram would
+    // take a buffer away for good. Anything but a MAD is dropped before it takes a WQE.
+    if dest.data().qp_type() == QpType::Gsi && len != MAD_SIZE {
+        return false;
+    }
+    let mut after = After::default();
+    let mut guard = dest.data().state.lock();
+    let st = &mut *guard;
+    // (A datagram names no connection: the sender's serial does not matter.)
+    if takes(dest, st, from, 0, from_type, None, qkey, 0).is_err() {
+        return false;
+    }
+    let max_sge = st.attr.cap.max_recv_sge;
+    let Ok(taken) = crate::engine::responder::take_receive_wqe(dest, st.rq.as_mut(), max_sge, buf)
+    else {
+        return false;
+    };
+    let cqe = place(&buf[..taken.len], taken.max_sge);
+    if let Ok(n) = cq::post(dest.recv_cq(), &cqe) {
+        after.notices.recv = n;
+    }
+    drop(guard);
+    after.run(dest, may_sleep);
+    true
+}
+
+/// Moves `qp` to ERR from the data path (a responder error).
+pub(crate) fn fail(qp: &Qp<Ferroce>, may_sleep: bool) {
+    let mut after = After::default();
+    let mut st = qp.data().state.lock();
+    st.enter_error(qp, &mut after);
+    drop(st);
+    after.run(qp, may_sleep);
+}
+
+/// Queues a kernel user's send work request in the SQ ring, in the format user space writes.
+pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
+    let data = qp.data();
+    let mut st = data.state.lock();
+    if !st.sq.queue.is_kernel()
+        || matches!(
+            st.attr.qp_state,
+            QpState::Reset | QpState::Init | QpState::Rtr
+        )
+    {
+        return Err(EINVAL);
+    }
+    let cap = st.attr.cap;
+    let w = wr_opcode_and_union(wr)?;
+    let mut body = [0u8; WQE_BODY];
+    let (len, num_sge, inline_len) = if wr.send_flags & SEND_INLINE != 0 {
+        let room = (cap.max_inline_data as usize).min(WQE_BODY);
+        let n = wr.copy_inline(&mut body[..room])?;
+        (n, 0, n as u32)
+    } else {
+        let len = sge_list(wr.sges, cap.max_send_sge, &mut body)?;
+        (len, wr.sges.len() as u32, 0)
+    };
+    let header = SendWqe {
+        wr_id: wr.wr_id,
+        opcode: w.0,
+        send_flags: wr.send_flags,
+        num_sge,
+        inline_len,
+        imm_data: w.1,
+        wr: w.2,
+    }
+    .to_bytes();
+    st.sq.produce(&[&header, &body[..len]])
+}
+
+/// The WQE opcode, immediate/invalidate word and union of a kernel send work request.
+fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)> {
+    use abi::wr_opcode as o;
+    let (op, ex, un) = match wr.op {
+        SendOp::Send => (o::SEND, 0, WqeUnion::None),
+        SendOp::SendWithImm(imm) => (o::SEND_WITH_IMM, imm, WqeUnion::None),
+        SendOp::SendWithInv(rkey) => (o::SEND_WITH_INV, rkey, WqeUnion::None),
+        SendOp::RdmaWrite { remote_addr, rkey } => {
+            (o::RDMA_WRITE, 0, WqeUnion::Rdma { remote_addr, rkey })
+        }
+        SendOp::RdmaWriteWithImm {
+            remote_addr,
+            rkey,
+            imm,
+        } => (
+            o::RDMA_WRITE_WITH_IMM,
+            imm,
+            WqeUnion::Rdma { remote_addr, rkey },
+        ),
+        SendOp::RdmaRead { remote_addr, rkey } => {
+            (o::RDMA_READ, 0, WqeUnion::Rdma { remote_addr, rkey })
+        }
+        SendOp::CmpSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => (
+            o::ATOMIC_CMP_AND_SWP,
+            0,
+            WqeUnion::Atomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+            },
+        ),
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => (
+            o::ATOMIC_FETCH_AND_ADD,
+            0,
+            WqeUnion::Atomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+            },
+        ),
+        SendOp::LocalInv(rkey) => (o::LOCAL_INV, rkey, WqeUnion::None),
+        SendOp::RegMr { mr, key, access } => {
+            let mr_key = mr::fast_reg_key(mr).ok_or(EINVAL)?;
+            // The new key keeps the MR's index; only the key byte may change.
+            if key >> 8 != mr_key >> 8 {
+                return Err(EINVAL);
+            }
+            (
+                o::REG_MR,
+                0,
+                WqeUnion::Reg {
+                    mr_key,
+                    key,
+                    access,
+                },
+            )
+        }
+    };
+    // A UD (or GSI) QP's requests carry their destination (the layer saw to it); they send.
+    let Some(dest) = wr.ud.as_ref() else {
+        return Ok((op, ex, un));
+    };
+    if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+        return Err(EINVAL);
+    }
+    Ok((
+        op,
+        ex,
+        WqeUnion::Ud {
+            ah_num: dest.ah.data().num.get(),
+            remote_qpn: dest.remote_qpn,
+            remote_qkey: dest.remote_qkey,
+        },
+    ))
+}
+
+/// Queues a kernel user's receive work request in the RQ ring.
+pub(crate) fn post_recv(qp: &Qp<Ferroce>, wr: &RecvWr<'_>) -> Result {
+    let mut st = qp.data().state.lock();
+    let max_sge = st.attr.cap.max_recv_sge;
+    let reset = st.attr.qp_state == QpState::Reset;
+    let rq = st.rq.as_mut().ok_or(EINVAL)?;
+    if !rq.queue.is_kernel() || reset {
+        return Err(EINVAL);
+    }
+    produce_recv(rq, wr, max_sge)
+}

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester's send window of a connected QP (IBTA 9.7.x): a record of each WQE it started,
+//! the PSNs in flight, what the next turn sends, going back (go-back-N) and moving on again,
+//! and a window that shrinks after a timeout.
+//!
+//! Pure `core` code, generic over the records' storage (a `KVec` in the kernel, a `Vec` on the
+//! host): the subtlest part of the wire engine is tested on the host (`host-tests/`).
+
+use core::ops::DerefMut;
+
+use crate::protocol::{abi::wr_opcode as wop, limits::READ_BURST, psn};
+
+/// Packets a requester has in flight at most.
+pub(crate) const WINDOW: u32 = 256;
+/// The least a requester's window shrinks to: after an acknowledgement timeout it is a quarter
+/// of what it was, at least this; each PSN acknowledged then opens it by one again, up to
+/// [`WINDOW`]. A slow responder (rxe on a loaded host) that fell behind a full window is not
+/// flooded again with all of it at each timeout, which kept it behind for good.
+pub(crate) const MIN_WINDOW: u32 = 8;
+/// Consecutive acknowledgement timeouts double the timer up to this many times: a responder
+/// slower than the QP's `timeout` gets up to four times as long (the most IBTA lets the
+/// transport timer run) before its retries run out.
+pub(crate) const MAX_BACKOFF: u32 = 2;
+/// Packets one turn of the executor sends before it looks at the QP again.
+pub(crate) const BURST: u32 = 32;
+/// An RC requester asks for an acknowledgement at least every this many packets.
+pub(crate) const ACK_EVERY: u32 = 32;
+
+/// Where the READ request that covers offset `off` of a READ of `len` bytes ends: READs are
+/// asked for in chunks of [`READ_BURST`] packets, at fixed offsets.
+pub(crate) fn read_chunk_end(off: u32, len: u32, mtu: u32) -> u32 {
+    let chunk = READ_BURST.saturating_mul(mtu);
+    (off / chunk)
+        .saturating_add(1)
+        .saturating_mul(chunk)
+        .min(len)
+}
+
+/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE): it
+/// is sent again whole.
+pub(crate) fn is_single(op: u32) -> bool {
+    matches!(
+        op,
+        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE
+    )
+}
+
+/// A WQE the requester has taken from its send queue (the `i`-th pending one).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Rec {
+    pub(crate) wr_id: u64,
+    pub(crate) op: u32,
+    pub(crate) signaled: bool,
+    pub(crate) len: u32,
+    /// PSN of its first packet (valid once started).
+    pub(crate) first_psn: u32,
+    /// PSNs it takes: its packets, a READ's response packets, one for an atomic.
+    pub(crate) npkts: u32,
+    /// Bytes of a READ's response placed.
+    pub(crate) done: u32,
+    pub(crate) started: bool,
+    /// A READ's or an atomic's answer is all in (it completes once it is the oldest).
+    pub(crate) answered: bool,
+    /// A local error found when it was taken: it completes with this status once it is the
+    /// oldest.
+    pub(crate) failed: u32,
+    /// A local operation (REG_MR, LOCAL_INV, BIND_MW), executed when taken: no packets, it
+    /// completes once it is the oldest.
+    pub(crate) local: bool,
+}
+
+impl Rec {
+    pub(crate) fn last_psn(&self) -> u32 {
+        psn::add(self.first_psn, self.npkts.max(1) - 1)
+    }
+
+    /// A READ or an atomic: it completes when its answer came.
+    pub(crate) fn waits_response(&self) -> bool {
+        self.op == wop::RDMA_READ || is_single(self.op)
+    }
+
+    /// One packet, answered by one packet (an atomic, an ATOMIC_WRITE).
+    pub(crate) fn is_single(&self) -> bool {
+        is_single(self.op)
+    }
+
+    /// Whether PSN `p` is one of the packets this record sent (or asked for).
+    pub(crate) fn contains(&self, p: u32) -> bool {
+        self.started
+            && !self.local
+            && psn::diff(p, self.first_psn) >= 0
+            && psn::diff(p, self.last_psn()) <= 0
+    }
+}
+
+/// What a turn of the executor sends of a WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Packets to send.
+    pub(crate) pkts: u32,
+    /// PSNs they take (a READ request takes its responses').
+    pub(crate) advance: u32,
+    /// Bytes of the message sent after the turn.
+    pub(crate) off: u32,
+    /// The message is sent whole after the turn.
+    pub(crate) whole: bool,
+}
+
+/// The turn for the WQE `rec`, `off` bytes of it sent, at most `budget` packets.
+pub(crate) fn plan_turn(rec: &Rec, off: u32, mtu: u32, budget: u32) -> Plan {
+    let off = off.min(rec.len);
+    match rec.op {
+        wop::RDMA_READ => {
+            let end = read_chunk_end(off, rec.len, mtu);
+            Plan {
+                pkts: 1,
+                advance: (end - off).div_ceil(mtu).max(1),
+                off: end,
+                whole: end == rec.len,
+            }
+        }
+        o if is_single(o) => Plan {
+            pkts: 1,
+            advance: 1,
+            off: rec.len,
+            whole: true,
+        },
+        _ => {
+            let remaining = (rec.len - off).div_ceil(mtu).max(1);
+            let n = remaining.min(budget.max(1));
+            Plan {
+                pkts: n,
+                advance: n,
+                off: off.saturating_add(n.saturating_mul(mtu)).min(rec.len),
+                whole: n == remaining,
+            }
+        }
+    }
+}
+
+/// The requester's window: the records of started WQEs (a ring over `S`, oldest first), the
+/// send cursor (record `next`, `off` bytes into it, at PSN `psn`) and the acknowledged edge.
+///
+/// # Invariants
+///
+/// `count <= recs.len()`, `next <= count`, `head < recs.len()` (or 0 if it is empty).
+pub(crate) struct Window<S> {
+    recs: S,
+    head: usize,
+    count: usize,
+    /// The record being sent (records before it are sent whole).
+    next: usize,
+    /// Bytes of record `next` sent.
+    off: u32,
+    /// The PSN of the next packet.
+    psn: u32,
+    /// The oldest PSN not acknowledged.
+    una: u32,
+    /// One past the highest PSN sent (`psn` is lower after going back).
+    max_psn: u32,
+    /// Where the requester last went back to, while that round of sending is under way: a NAK
+    /// for a PSN it has sent again since is stale (caused by packets of the round before).
+    resent_from: Option<u32>,
+    /// Changes when the requester goes back (a turn of the executor started before sent
+    /// packets that no longer count).
+    gen: u32,
+    /// Packets the requester may have in flight now (see [`MIN_WINDOW`]).
+    cwnd: u32,
+    /// `una` when the window last grew.
+    una_seen: u32,
+    /// Acknowledgement timeouts in a row (see [`MAX_BACKOFF`]).
+    backoff: u32,
+}
+
+impl<S: DerefMut<Target = [Rec]>> Window<S> {
+    /// A window over the records `recs` (one per send queue entry), at PSN 0.
+    pub(crate) fn new(recs: S) -> Self {
+        Window {
+            recs,
+            head: 0,
+            count: 0,
+            next: 0,
+            off: 0,
+            psn: 0,
+            una: 0,
+            max_psn: 0,
+            resent_from: None,
+            gen: 0,
+            cwnd: WINDOW,
+            una_seen: 0,
+            backoff: 0,
+        }
+    }
+
+    /// Records held (started or taken WQEs not completed).
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The record the send cursor is at (`count` when every record is sent whole).
+    pub(crate) fn next(&self) -> usize {
+        self.next
+    }
+
+    /// Bytes of record `next` sent.
+    pub(crate) fn off(&self) -> u32 {
+        self.off
+    }
+
+    /// The PSN of the next packet.
+    pub(crate) fn psn(&self) -> u32 {
+        self.psn
+    }
+
+    /// The oldest PSN not acknowledged.
+    pub(crate) fn una(&self) -> u32 {
+        self.una
+    }
+
+    /// One past the highest PSN sent.
+    pub(crate) fn max_psn(&self) -> u32 {
+        self.max_psn
+    }
+
+    /// Changes whenever the send cursor jumps (going back, skipping on, clearing).
+    pub(crate) fn gen(&self) -> u32 {
+        self.gen
+    }
+
+    /// Acknowledgement timeouts in a row.
+    pub(crate) fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// The `i`-th record from the oldest (a default one past the end).
+    pub(crate) fn rec(&self, i: usize) -> Rec {
+        let n = self.recs.len().max(1);
+        self.recs
+            .get((self.head + i) % n)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn set_rec(&mut self, i: usize, r: Rec) {
+        let n = self.recs.len().max(1);
+        if let Some(slot) = self.recs.get_mut((self.head + i) % n) {
+            *slot = r;
+        }
+    }
+
+    /// The first record (from the oldest) that `f` accepts, among the first `upto`.
+    pub(crate) fn find(&self, upto: usize, f: impl Fn(&Rec) -> bool) -> Option<usize> {
+        (0..upto.min(self.count)).find(|&i| f(&self.rec(i)))
+    }
+
+    /// Records that wait for a READ response or an atomic acknowledgement.
+    pub(crate) fn waiting_responses(&self) -> u32 {
+        (0..self.count)
+            .filter(|&i| self.rec(i).waits_response())
+            .count() as u32
+    }
+
+    /// Adds a record after the newest; `false` if the ring is full.
+    pub(crate) fn push(&mut self, r: Rec) -> bool {
+        if self.count >= self.recs.len() {
+            return false;
+        }
+        self.count += 1;
+        self.set_rec(self.count - 1, r);
+        true
+    }
+
+    /// Removes the oldest record (it completed).
+    pub(crate) fn pop(&mut self) -> Rec {
+        let r = self.rec(0);
+        if self.count > 0 {
+            self.head = (self.head + 1) % self.recs.len().max(1);
+            self.count -= 1;
+            self.next = self.next.saturating_sub(1);
+            if self.next == 0 && self.count == 0 {
+                self.off = 0;
+            }
+        }
+        r
+    }
+
+    /// The ring is full: no WQE can be taken until the oldest completes.
+    pub(crate) fn is_full(&self) -> bool {
+        self.count >= self.recs.len()
+    }
+
+    /// Moves the send cursor past every record (a local operation executed when taken).
+    pub(crate) fn pass_all(&mut self) {
+        self.next = self.count;
+        self.off = 0;
+    }
+
+    /// Moves the send cursor past record `next` (executed when taken, or failed).
+    pub(crate) fn pass_one(&mut self) {
+        self.next += 1;
+        self.off = 0;
+    }
+
+    /// Forgets the records (the send queue was flushed or emptied); the PSNs stay.
+    pub(crate) fn clear(&mut self) {
+        self.head = 0;
+        self.count = 0;
+        self.next = 0;
+        self.off = 0;
+        self.una = self.psn;
+        self.una_seen = self.psn;
+        self.max_psn = self.psn;
+        self.resent_from = None;
+        self.gen = self.gen.wrapping_add(1);
+        self.backoff = 0;
+    }
+
+    /// The PSN a modify set (`sq_psn`): nothing in flight.
+    pub(crate) fn set_psn(&mut self, p: u32) {
+        self.psn = p & psn::MASK;
+        self.una = self.psn;
+        self.una_seen = self.psn;
+        self.max_psn = self.psn;
+    }
+
+    /// PSNs sent and not acknowledged.
+    pub(crate) fn outstanding(&self) -> u32 {
+        psn::diff(self.psn, self.una).max(0) as u32
+    }
+
+    /// Packets the requester may send now: its window, opened by what was acknowledged since
+    /// it last looked, less what is in flight.
+    pub(crate) fn room(&mut self) -> u32 {
+        let acked = psn::diff(self.una, self.una_seen);
+        if acked > 0 {
+            self.cwnd = self.cwnd.saturating_add(acked as u32).min(WINDOW);
+        }
+        self.una_seen = self.una;
+        self.cwnd.saturating_sub(self.outstanding())
+    }
+
+    /// What a READ may ask for now. The window after a timeout holds back what the requester
+    /// sends itself (WRITE and SEND data, atomics); a READ's responses are the responder's to
+    /// pace (and its credits, `max_rd_atomic`, bound them).
+    pub(crate) fn read_room(&self) -> u32 {
+        WINDOW.saturating_sub(self.outstanding())
+    }
+
+    /// An acknowledgement timeout: the window shrinks (see [`MIN_WINDOW`]) and the timer backs
+    /// off (see [`MAX_BACKOFF`]).
+    pub(crate) fn timed_out(&mut self) {
+        self.cwnd = (self.cwnd / 4).max(MIN_WINDOW);
+        self.una_seen = self.una;
+        self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+    }
+
+    /// The acknowledged edge moved since the timer was armed: the backoff ends.
+    pub(crate) fn progressed(&mut self) {
+        self.backoff = 0;
+    }
+
+    /// Starts record `i` at the current PSN if it has not started.
+    pub(crate) fn start(&mut self, i: usize) -> Rec {
+        let mut r = self.rec(i);
+        if !r.started {
+            r.started = true;
+            r.first_psn = self.psn;
+            self.set_rec(i, r);
+        }
+        r
+    }
+
+    /// The turn `plan` of record `next` is under way: its PSNs are taken before a packet goes
+    /// (the peer's answer may come, in softirq on this CPU, before the transmission returns).
+    pub(crate) fn take_turn(&mut self, plan: &Plan) {
+        self.psn = psn::add(self.psn, plan.advance);
+        if psn::diff(self.psn, self.max_psn) > 0 {
+            self.max_psn = self.psn;
+        }
+        self.off = plan.off;
+        if plan.whole {
+            self.pass_one();
+        }
+    }
+
+    /// Sends again from PSN `p` (go-back-N): the record holding it becomes the one being sent;
+    /// a READ is asked for again from its first byte not placed. Returns how many PSNs go
+    /// again, or `None` if no record holds `p`.
+    pub(crate) fn go_back(&mut self, p: u32, mtu: u32) -> Option<u64> {
+        let i = self.find(self.count, |r| r.contains(p))?;
+        let r = self.rec(i);
+        let k = psn::diff(p, r.first_psn).max(0) as u32;
+        let off = if r.is_single() {
+            0
+        } else {
+            k.saturating_mul(mtu).min(r.len)
+        };
+        let resent = psn::diff(self.max_psn, p).max(0) as u64;
+        let (p, off) = if r.op == wop::RDMA_READ {
+            let done = r.done - r.done % mtu;
+            (psn::add(r.first_psn, done / mtu), done)
+        } else {
+            (p, off)
+        };
+        self.next = i;
+        self.off = off;
+        self.psn = p;
+        self.resent_from = Some(p);
+        self.gen = self.gen.wrapping_add(1);
+        Some(resent)
+    }
+
+    /// Whether a request to go back to `p` is stale: this round of sending again started at or
+    /// before `p` and has sent `p` already.
+    pub(crate) fn is_stale(&self, p: u32) -> bool {
+        self.resent_from
+            .is_some_and(|from| psn::diff(p, from) >= 0 && psn::diff(p, self.psn) < 0)
+    }
+
+    /// Moves the send cursor on to `p` (acknowledged while the requester was sending again what
+    /// it had sent before): what the responder has is not sent a third time.
+    pub(crate) fn skip_to(&mut self, p: u32, mtu: u32) {
+        if psn::diff(p, self.psn) <= 0 {
+            return;
+        }
+        match self.find(self.count, |r| r.contains(p)) {
+            Some(i) => {
+                let r = self.rec(i);
+                if r.waits_response() {
+                    // A READ or an atomic restarts whole (from what was placed): go no further.
+                    return;
+                }
+                self.next = i;
+                self.off = (psn::diff(p, r.first_psn).max(0) as u32)
+                    .saturating_mul(mtu)
+                    .min(r.len);
+            }
+            None => {
+                // Past every started record: at the first one not started.
+                self.next = self.find(self.count, |r| !r.started).unwrap_or(self.count);
+                self.off = 0;
+            }
+        }
+        self.psn = p;
+        self.gen = self.gen.wrapping_add(1);
+    }
+
+    /// Whether `p` was sent and is not acknowledged (an acknowledgement for it means
+    /// something).
+    pub(crate) fn in_flight(&self, p: u32) -> bool {
+        psn::diff(p, self.una) >= 0 && psn::diff(p, self.max_psn) < 0
+    }
+
+    /// The oldest unacknowledged PSN is `p` now, if that moves it on.
+    pub(crate) fn advance_una(&mut self, p: u32) {
+        if psn::diff(p, self.una) > 0 {
+            self.una = p;
+        }
+    }
+
+    /// The oldest unacknowledged PSN is `p` now (the first of a READ or an atomic still waiting
+    /// may be behind where an acknowledgement put it).
+    pub(crate) fn set_una(&mut self, p: u32) {
+        self.una = p;
+    }
+
+    /// Everything up to `p` is acknowledged.
+    pub(crate) fn acked(&mut self, p: u32) {
+        self.una = psn::add(p, 1);
+    }
+
+    /// Ends the round of going back if everything sent again is acknowledged.
+    pub(crate) fn finish_round(&mut self) {
+        if self
+            .resent_from
+            .is_some_and(|from| psn::diff(self.una, from) > 0)
+            && psn::diff(self.una, self.psn) >= 0
+        {
+            self.resent_from = None;
+        }
+    }
+}

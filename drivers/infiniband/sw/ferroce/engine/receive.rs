@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Packets from the wire to their QP: parsed and checked (`protocol::packet`), then handed to
+//! the connected transports (`rc`) or placed in a UD QP's receive WQE (QP1 included).
+
+use kernel::rdma::{Device, Qp, QpType};
+
+use crate::net::wire::{imm_from_wire, DEFAULT_PKEY};
+use crate::{
+    engine::{
+        placement::{self, DatagramInfo},
+        qp::{self, RECV_WQE_MAX},
+    },
+    protocol::{
+        opcode,
+        packet::{self, Parsed},
+    },
+    verbs::{device::Ferroce, memory::Source, stats::Stat},
+};
+
+/// A packet for this device (softirq): checked, then given to its QP.
+pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
+    let counters = &dev.data().counters;
+    let p = match packet::parse_with(bytes, kernel::rdma::wire::crc32_le) {
+        Ok(p) => p,
+        Err(_) => {
+            counters.add(Stat::BadPkts, 1);
+            return;
+        }
+    };
+    // One partition: the default P_Key, full or limited membership.
+    if p.hdr.bth.pkey & 0x7fff != DEFAULT_PKEY & 0x7fff {
+        counters.add(Stat::BadPkts, 1);
+        return;
+    }
+    let Some(qp) = dev.qp(p.hdr.bth.dest_qp) else {
+        // No such QP (any more): a late packet of a destroyed connection.
+        counters.add(Stat::NoQpPkts, 1);
+        return;
+    };
+    counters.add(Stat::RcvdPkts, 1);
+    if p.hdr.bth.opcode & 0xe0 == opcode::UD {
+        // Only datagrams to one of the port's GIDs (the IP layer delivers to any local
+        // address); a connected QP checks against the GID it sends from.
+        if !dev.gid_is_local(1, &p.route.dgid) {
+            counters.add(Stat::Dropped, 1);
+            return;
+        }
+        receive_datagram(&qp, &p);
+    } else {
+        crate::engine::rc::receive(&qp, &p);
+    }
+}
+
+/// A UD datagram for `qp`: taken by its next receive WQE if the Q_Key matches, with the packet's
+/// IP header as the GRH.
+fn receive_datagram(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
+    let counters = &qp.device().data().counters;
+    let Some(deth) = p.hdr.deth else {
+        // Counted in `rcvd_pkts` already (a UD opcode always has a DETH).
+        counters.add(Stat::Dropped, 1);
+        return;
+    };
+    let header = p.grh();
+    let len = p.payload.len() as u32;
+    let info = DatagramInfo {
+        src_qp: deth.src_qp,
+        sl: 0,
+        solicited: p.hdr.bth.se,
+        imm: p.hdr.imm.map(imm_from_wire),
+        ipv4: p.route.ipv4,
+    };
+    let mut buf = [0u8; RECV_WQE_MAX];
+    let place_into = |wqe: &[u8], max_sge: u32| {
+        let mut src = Source::Bytes(p.payload);
+        placement::place_datagram(qp, wqe, max_sge, &header, &mut src, len, &info).0
+    };
+    if qp::receive_datagram(
+        qp,
+        deth.src_qp,
+        QpType::Ud,
+        deth.qkey,
+        len,
+        &mut buf,
+        place_into,
+        false,
+    ) {
+        counters.add(Stat::RcvdMsgs, 1);
+        counters.add(Stat::RcvdBytes, len.into());
+    } else {
+        counters.add(Stat::Dropped, 1);
+    }
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RoCEv2 wire: packets to and from other hosts (and other ferroce devices of this host).
+//!
+//! Transmission builds each packet whole in an skb (`packet.rs` writes the headers and the
+//! ICRC; the payload is copied straight from the sender's memory into it) and hands it to the
+//! IP layer, from whatever context the data path runs in, with no lock held. Reception runs in
+//! the UDP socket's softirq: a packet is parsed and checked (lengths, ICRC, opcode, P_Key),
+//! its QP found by number, and passed to the datagram receiver here or to the connected
+//! engine (`rc.rs`).
+
+use kernel::{
+    net::netdev::NetDevice,
+    rdma::{wire::TxPacket, AddressVector, Device, Network, Qp},
+};
+
+use crate::{
+    protocol::{
+        abi::wc_status,
+        bth::Bth,
+        eth::Deth,
+        opcode::{self, op},
+        packet::{self, Headers, Route},
+    },
+    verbs::{
+        device::Ferroce,
+        memory::{Fault, Source},
+        stats::Stat,
+    },
+};
+
+/// The default P_Key, the only partition ferroce has (full membership).
+pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
+
+/// The UDP source port of a QP's packets: fixed per connection (so that a flow keeps its
+/// order through ECMP and RSS), in the dynamic range.
+pub(crate) fn src_port(qpn: u32, dest_qpn: u32) -> u16 {
+    let h = qpn ^ dest_qpn.rotate_left(7) ^ (qpn >> 14);
+    0xc000 | (h & 0x3fff) as u16
+}
+
+/// Where the packets of an address vector go.
+pub(crate) fn route(av: &AddressVector, src_port: u16) -> Route {
+    Route {
+        ipv4: av.network == Network::Ipv4,
+        sgid: av.sgid,
+        dgid: av.dgid,
+        traffic_class: av.traffic_class,
+        flow_label: av.flow_label,
+        hop_limit: av.hop_limit,
+        src_port,
+        ip_id: 0,
+    }
+}
+
+/// Why a packet was not sent.
+pub(crate) enum TxError<E> {
+    /// The payload could not be read (`fill` failed).
+    Fill(E),
+    /// The packet could not be built or the network refused it: as good as lost on the wire.
+    Lost,
+}
+
+/// Builds a packet with the headers `h` and `payload_len` bytes that `fill` writes, and sends
+/// it through `netdev` to `route`.
+pub(crate) fn transmit<E>(
+    dev: &Device<Ferroce>,
+    netdev: &NetDevice,
+    route: &Route,
+    h: &Headers,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+) -> Result<(), TxError<E>> {
+    let len = packet::packet_len(route, h.bth.opcode, payload_len).ok_or(TxError::Lost)?;
+    let mut skb = TxPacket::new(netdev, len).map_err(|_| TxError::Lost)?;
+    let buf = skb.bytes_mut();
+    let at = packet::write_headers(buf, route, h, payload_len).ok_or(TxError::Lost)?;
+    let payload = buf.get_mut(at..at + payload_len).ok_or(TxError::Lost)?;
+    fill(payload).map_err(TxError::Fill)?;
+    packet::finish_with(buf, kernel::rdma::wire::crc32_le).ok_or(TxError::Lost)?;
+    dev.data().counters.add(Stat::SentPkts, 1);
+    // A packet the network drops is recovered as a lost one.
+    let _ = skb.send(netdev, !route.ipv4);
+    Ok(())
+}
+
+/// Immediate data as a work request holds it (`__be32`: its bytes in wire order) to the value
+/// `packet.rs` writes (the big-endian word), and back.
+pub(crate) fn imm_to_wire(imm: u32) -> u32 {
+    u32::from_be_bytes(imm.to_ne_bytes())
+}
+
+/// See [`imm_to_wire`].
+pub(crate) fn imm_from_wire(imm: u32) -> u32 {
+    u32::from_ne_bytes(imm.to_be_bytes())
+}
+
+/// A UD send to another host: one packet to the QP `remote_qpn` behind `av`, with the Q_Key
+/// `qkey`. The payload comes from `src`. Completes (from the sender's view) once sent.
+#[expect(clippy::too_many_arguments)]
+pub(crate) fn send_datagram(
+    qp: &Qp<Ferroce>,
+    av: &AddressVector,
+    remote_qpn: u32,
+    qkey: u32,
+    imm: Option<u32>,
+    solicited: bool,
+    mut src: Source<'_, '_>,
+    len: u32,
+) -> Result<(), u32> {
+    let dev = qp.device();
+    let Some(netdev) = dev.data().netdev() else {
+        // The netdev is going away: the datagram is lost.
+        return Ok(());
+    };
+    let opcode = opcode::UD
+        | if imm.is_some() {
+            op::SEND_ONLY_WITH_IMMEDIATE
+        } else {
+            op::SEND_ONLY
+        };
+    let h = Headers {
+        bth: Bth {
+            opcode,
+            se: solicited,
+            pkey: DEFAULT_PKEY,
+            dest_qp: remote_qpn,
+            psn: qp.data().next_ud_psn(),
+            ..Bth::default()
+        },
+        deth: Some(Deth {
+            qkey,
+            src_qp: qp.qp_num(),
+        }),
+        imm: imm.map(imm_to_wire),
+        ..Headers::default()
+    };
+    let r = route(av, src_port(qp.qp_num(), remote_qpn));
+    let fill = |out: &mut [u8]| match &mut src {
+        Source::Bytes(b) => {
+            out.copy_from_slice(b.get(..out.len()).ok_or(Fault::Source)?);
+            Ok(())
+        }
+        Source::Walk(w) => w.gather(out),
+    };
+    match transmit(dev, &netdev, &r, &h, len as usize, fill) {
+        Ok(()) | Err(TxError::Lost) => Ok(()),
+        // The sender's memory went away under the copy.
+        Err(TxError::Fill(_)) => Err(wc_status::LOC_PROT_ERR),
+    }
+}
