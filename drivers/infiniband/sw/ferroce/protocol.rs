@@ -19,3 +19,4 @@ pub(crate) mod packet;
 pub(crate) mod psn;
 pub(crate) mod refusal;
 pub(crate) mod transport;
+pub(crate) mod wqe;

@@ -17,7 +17,7 @@ use kernel::{
     rdma::{access, Network, Qp, QpCap, QpToken, QpType},
 };
 
-use crate::verbs::memory::{one_sge, place, total_len, Fault, Source, Walk};
+use crate::verbs::memory::{one_sge, place, Fault, Source, Walk};
 use crate::{
     engine::{
         qp::{self, RECV_WQE_MAX},
@@ -28,8 +28,9 @@ use crate::{
             self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, SendWqe,
             WqeUnion,
         },
-        grh, limits,
+        grh,
         refusal::Refusal,
+        wqe::{self, Service},
     },
     verbs::{
         ah,
@@ -96,9 +97,8 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
         port_num: 1,
         ..Cqe::default()
     };
-    let body = &wqe[abi::SEND_WQE_HEADER..];
     let ud = matches!(req.qp_type, QpType::Ud | QpType::Gsi).then(|| SendWqe::ud_of(hdr));
-    cqe.status = match run(qp, req, &w, ud, body, &mut cqe.byte_len) {
+    cqe.status = match run(qp, req, &w, ud, wqe, &mut cqe.byte_len) {
         Ok(()) => {
             let counters = &qp.device().data().counters;
             counters.add(Stat::SentMsgs, 1);
@@ -153,68 +153,33 @@ fn run(
     req: &Requester,
     w: &SendWqe,
     ud: Option<WqeUnion>,
-    body: &[u8],
+    wqe: &[u8],
     byte_len: &mut u32,
 ) -> Result<(), Stop> {
     let fail = |s| Err(Stop::Status(s));
-    let is_send = matches!(w.opcode, op::SEND | op::SEND_WITH_IMM)
-        || (w.opcode == op::SEND_WITH_INV && req.qp_type == QpType::Rc);
-    let is_write = matches!(w.opcode, op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM);
-    let is_atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
-    let allowed = match req.qp_type {
-        QpType::Rc => {
-            is_send || is_write || is_atomic || matches!(w.opcode, op::RDMA_READ | op::ATOMIC_WRITE)
-        }
-        QpType::Uc => is_send || is_write,
-        QpType::Ud | QpType::Gsi => matches!(w.opcode, op::SEND | op::SEND_WITH_IMM),
-    };
     if req.qp_type != QpType::Gsi {
         if let Some(r) = local_op(qp, w) {
             return r.map_err(Stop::Status);
         }
     }
-    let inline = w.send_flags & send_flags::INLINE != 0;
-    if !allowed || (inline && !(is_send || is_write)) {
-        // An opcode this QP does not execute (or ferroce does not yet: BIND_MW).
-        return fail(wc_status::LOC_QP_OP_ERR);
-    }
-    // The message's source: inline bytes or an SGE list, within what the QP was granted
-    // (an ATOMIC_WRITE's 8 bytes are in the WQE's header).
-    let aw_value;
-    let (sges, inline_bytes) = if let WqeUnion::AtomicWrite { value, .. } = w.wr {
-        if w.num_sge != 0 {
-            return fail(wc_status::LOC_QP_OP_ERR);
-        }
-        aw_value = value;
-        (&body[..0], Some(&aw_value[..]))
-    } else if inline {
-        let n = w.inline_len as usize;
-        if w.inline_len > req.cap.max_inline_data || n > body.len() {
-            return fail(wc_status::LOC_LEN_ERR);
-        }
-        (&body[..0], Some(&body[..n]))
-    } else {
-        let n = w.num_sge as usize * abi::SGE_SIZE;
-        if w.num_sge > req.cap.max_send_sge || n > body.len() {
-            return fail(wc_status::LOC_QP_OP_ERR);
-        }
-        (&body[..n], None)
+    let service = match req.qp_type {
+        QpType::Rc => Service::ReliableConnected,
+        QpType::Uc => Service::UnreliableConnected,
+        QpType::Ud | QpType::Gsi => Service::Datagram,
     };
-    let len = match inline_bytes {
-        Some(b) => b.len() as u64,
-        None => total_len(sges).ok_or(Stop::Status(wc_status::LOC_LEN_ERR))?,
-    };
-    if len > u64::from(limits::MAX_MSG_SZ) {
-        return fail(wc_status::LOC_LEN_ERR);
-    }
+    // An opcode this QP does not execute (or ferroce does not yet: BIND_MW), a source beyond
+    // what the QP was granted: the requester's own checks.
+    let m = wqe::message(wqe, service, req.cap.max_inline_data, req.cap.max_send_sge)
+        .map_err(Stop::Status)?;
+    let (sges, inline_bytes, len) = (m.sges, m.inline, u64::from(m.len));
     let len32 = len as u32;
     let dev = qp.device();
     // The requester checks its own memory before anything goes out: local data to send, or
     // local room for what a READ or an atomic brings back.
-    let need_local = if is_send || is_write {
-        0
-    } else {
+    let need_local = if m.writes_locally() {
         access::LOCAL_WRITE
+    } else {
+        0
     };
     if Walk::new(dev, qp.pd_id(), need_local, sges)
         .check_all()
@@ -290,7 +255,7 @@ fn run(
         }
         op::RDMA_READ => read(qp, req, &dest, w, sges, len),
         op::ATOMIC_WRITE => atomic_write(req, &dest, w),
-        _ => atomic(qp, req, &dest, w, sges, len),
+        _ => atomic(qp, req, &dest, w, sges),
     }
 }
 
@@ -485,7 +450,6 @@ fn atomic(
     dest: &Qp<Ferroce>,
     w: &SendWqe,
     sges: &[u8],
-    len: u64,
 ) -> Result<(), Stop> {
     let WqeUnion::Atomic {
         remote_addr,
@@ -496,9 +460,6 @@ fn atomic(
     else {
         return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
     };
-    if len != 8 {
-        return Err(Stop::Status(wc_status::LOC_LEN_ERR));
-    }
     admit_remote(req, dest, access::REMOTE_ATOMIC, true)?;
     let op = if w.opcode == op::ATOMIC_CMP_AND_SWP {
         Atomic::CompareSwap {

@@ -279,13 +279,6 @@ pub(crate) fn place(
     Ok(())
 }
 
-/// The sum of an SGE list's lengths.
-pub(crate) fn total_len(sges: &[u8]) -> Option<u64> {
-    sges.chunks(abi::SGE_SIZE).try_fold(0u64, |sum, b| {
-        sum.checked_add(RingSge::from_bytes(b)?.length.into())
-    })
-}
-
 /// One SGE over a remote range (or a local one), as a walk reads it.
 pub(crate) fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
     abi::sge_bytes(addr, len as u32, key)

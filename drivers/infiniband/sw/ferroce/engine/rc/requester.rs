@@ -12,7 +12,6 @@ use kernel::{
     rdma::{access, Qp, QpState, QpType},
 };
 
-use crate::verbs::memory;
 use crate::{
     engine::{
         placement::{self},
@@ -23,10 +22,10 @@ use crate::{
         abi::{self, send_flags, wc_status, wr_opcode as wop, SendWqe, WqeUnion},
         bth::Bth,
         eth::{AtomicEth, Reth},
-        limits,
         opcode::{self, op},
         packet::{Headers, Route},
         psn,
+        wqe::{self, Message, Service},
     },
     verbs::{
         device::Ferroce,
@@ -45,33 +44,17 @@ use super::{
 /// `IBV_SEND_FENCE`: wait for the READs and atomics before.
 const FENCE: u32 = 1 << 0;
 
-/// A WQE read for the wire, checked against the QP's limits and the local memory.
-pub(super) struct Msg<'a> {
-    pub(super) w: SendWqe,
-    pub(super) sges: &'a [u8],
-    pub(super) inline: Option<&'a [u8]>,
-    pub(super) len: u32,
-}
-
 /// Reads and checks a send WQE (the requester's own checks: nothing goes out for a WQE that
 /// fails them, its local SGEs included); `Err` is the completion status. Done once, when the
 /// executor takes the WQE.
 fn message<'a>(
     qp: &Qp<Ferroce>,
-    st_cap: &kernel::rdma::QpCap,
+    cap: &kernel::rdma::QpCap,
     uc: bool,
     wqe: &'a [u8],
-) -> Result<Msg<'a>, u32> {
-    let m = parse_message(st_cap, uc, wqe)?;
-    let is_read_or_atomic = !matches!(
-        m.w.opcode,
-        wop::SEND
-            | wop::SEND_WITH_IMM
-            | wop::SEND_WITH_INV
-            | wop::RDMA_WRITE
-            | wop::RDMA_WRITE_WITH_IMM
-    );
-    let need_local = if is_read_or_atomic {
+) -> Result<Message<'a>, u32> {
+    let m = parse_message(cap, uc, wqe)?;
+    let need_local = if m.writes_locally() {
         access::LOCAL_WRITE
     } else {
         0
@@ -89,64 +72,16 @@ fn message<'a>(
 /// limits are checked again; the SGEs are checked by the walks that use them): for each turn
 /// and each answer placed, without finding every SGE's memory region again.
 pub(super) fn parse_message<'a>(
-    st_cap: &kernel::rdma::QpCap,
+    cap: &kernel::rdma::QpCap,
     uc: bool,
     wqe: &'a [u8],
-) -> Result<Msg<'a>, u32> {
-    let hdr = wqe
-        .first_chunk::<{ abi::SEND_WQE_HEADER }>()
-        .ok_or(wc_status::LOC_QP_OP_ERR)?;
-    let w = SendWqe::from_bytes(hdr);
-    let body = &wqe[abi::SEND_WQE_HEADER..];
-    let is_send = matches!(w.opcode, wop::SEND | wop::SEND_WITH_IMM)
-        || (w.opcode == wop::SEND_WITH_INV && !uc);
-    let is_write = matches!(w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
-    let is_atomic = matches!(
-        w.opcode,
-        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD
-    );
-    let allowed = if uc {
-        is_send || is_write
+) -> Result<Message<'a>, u32> {
+    let service = if uc {
+        Service::UnreliableConnected
     } else {
-        is_send || is_write || is_atomic || matches!(w.opcode, wop::RDMA_READ | wop::ATOMIC_WRITE)
+        Service::ReliableConnected
     };
-    let inline = w.send_flags & send_flags::INLINE != 0;
-    if !allowed || (inline && !(is_send || is_write)) {
-        return Err(wc_status::LOC_QP_OP_ERR);
-    }
-    let (sges, inline_bytes) = if w.opcode == wop::ATOMIC_WRITE {
-        // Its 8 bytes are in the header (`wr.atomic_write.value`); it has no SGEs.
-        if w.num_sge != 0 {
-            return Err(wc_status::LOC_QP_OP_ERR);
-        }
-        let v = abi::ATOMIC_WRITE_VALUE;
-        (&body[..0], Some(&wqe[v..v + 8]))
-    } else if inline {
-        let n = w.inline_len as usize;
-        if w.inline_len > st_cap.max_inline_data || n > body.len() {
-            return Err(wc_status::LOC_LEN_ERR);
-        }
-        (&body[..0], Some(&body[..n]))
-    } else {
-        let n = w.num_sge as usize * abi::SGE_SIZE;
-        if w.num_sge > st_cap.max_send_sge || n > body.len() {
-            return Err(wc_status::LOC_QP_OP_ERR);
-        }
-        (&body[..n], None)
-    };
-    let len = match inline_bytes {
-        Some(b) => b.len() as u64,
-        None => memory::total_len(sges).ok_or(wc_status::LOC_LEN_ERR)?,
-    };
-    if len > u64::from(limits::MAX_MSG_SZ) || (is_atomic && len != 8) {
-        return Err(wc_status::LOC_LEN_ERR);
-    }
-    Ok(Msg {
-        w,
-        sges,
-        inline: inline_bytes,
-        len: len as u32,
-    })
+    wqe::message(wqe, service, cap.max_inline_data, cap.max_send_sge)
 }
 
 /// What one turn of the executor needs, read under the lock.

@@ -44,12 +44,16 @@ mod transport;
 mod window;
 #[cfg(test)]
 mod window_tests;
+#[path = "../../protocol/wqe.rs"]
+mod wqe;
+#[cfg(test)]
+mod wqe_tests;
 
 /// The driver's `crate::protocol` paths, to the modules above.
 mod protocol {
     pub(crate) use super::{
         abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, packet, psn, refusal,
-        transport,
+        transport, wqe,
     };
 }
 

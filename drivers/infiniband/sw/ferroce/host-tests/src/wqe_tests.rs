@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host tests of a send WQE's message (`protocol/wqe.rs`), which every executor reads.
+
+use crate::{
+    abi::{self, send_flags, wc_status as s, wr_opcode as op, SendWqe, WqeUnion},
+    limits,
+    wqe::{allows, message, sge_list_len, Service},
+};
+
+const MAX_INLINE: u32 = 64;
+const MAX_SGE: u32 = 4;
+
+/// A WQE: the header, then `body` (SGEs or inline bytes).
+fn wqe(w: SendWqe, body: &[u8]) -> Vec<u8> {
+    let mut b = w.to_bytes().to_vec();
+    b.extend_from_slice(body);
+    b
+}
+
+fn sges(lens: &[u32]) -> Vec<u8> {
+    lens.iter()
+        .enumerate()
+        .flat_map(|(i, &l)| abi::sge_bytes(0x1000 * (i as u64 + 1), l, 7))
+        .collect()
+}
+
+fn send(opcode: u32, lens: &[u32]) -> Vec<u8> {
+    let w = SendWqe {
+        wr_id: 9,
+        opcode,
+        num_sge: lens.len() as u32,
+        ..SendWqe::default()
+    };
+    wqe(w, &sges(lens))
+}
+
+fn status(b: &[u8], service: Service) -> Result<u32, u32> {
+    message(b, service, MAX_INLINE, MAX_SGE).map(|m| m.len)
+}
+
+#[test]
+fn each_service_sends_its_opcodes() {
+    use Service::*;
+    for o in [op::SEND, op::SEND_WITH_IMM] {
+        assert!(
+            allows(ReliableConnected, o) && allows(UnreliableConnected, o) && allows(Datagram, o)
+        );
+    }
+    for o in [op::RDMA_WRITE, op::RDMA_WRITE_WITH_IMM] {
+        assert!(
+            allows(ReliableConnected, o) && allows(UnreliableConnected, o) && !allows(Datagram, o)
+        );
+    }
+    for o in [
+        op::SEND_WITH_INV,
+        op::RDMA_READ,
+        op::ATOMIC_CMP_AND_SWP,
+        op::ATOMIC_FETCH_AND_ADD,
+        op::ATOMIC_WRITE,
+    ] {
+        assert!(
+            allows(ReliableConnected, o) && !allows(UnreliableConnected, o) && !allows(Datagram, o)
+        );
+    }
+    // Local operations and unknown opcodes are no messages.
+    for o in [op::LOCAL_INV, op::BIND_MW, op::REG_MR, 10, 14, 16, u32::MAX] {
+        assert!(!allows(ReliableConnected, o), "{o}");
+    }
+}
+
+#[test]
+fn a_message_is_its_sges_or_its_inline_bytes() {
+    assert_eq!(
+        status(&send(op::SEND, &[100, 0, 28]), Service::Datagram),
+        Ok(128)
+    );
+    let inline = SendWqe {
+        opcode: op::RDMA_WRITE,
+        send_flags: send_flags::INLINE,
+        inline_len: 5,
+        wr: WqeUnion::Rdma {
+            remote_addr: 8,
+            rkey: 1,
+        },
+        ..SendWqe::default()
+    };
+    let b = wqe(inline, b"hello");
+    let m = message(&b, Service::UnreliableConnected, MAX_INLINE, MAX_SGE).unwrap();
+    assert_eq!((m.len, m.inline, m.sges.len()), (5, Some(&b"hello"[..]), 0));
+    // An ATOMIC_WRITE's 8 bytes are in its header.
+    let aw = SendWqe {
+        opcode: op::ATOMIC_WRITE,
+        wr: WqeUnion::AtomicWrite {
+            remote_addr: 8,
+            rkey: 1,
+            value: *b"8 bytes!",
+        },
+        ..SendWqe::default()
+    };
+    let b = wqe(aw, &[]);
+    let m = message(&b, Service::ReliableConnected, MAX_INLINE, MAX_SGE).unwrap();
+    assert_eq!((m.len, m.inline), (8, Some(&b"8 bytes!"[..])));
+}
+
+#[test]
+fn what_the_requester_refuses_and_with_which_status() {
+    use Service::*;
+    // An opcode the service does not send.
+    assert_eq!(
+        status(&send(op::RDMA_READ, &[8]), UnreliableConnected),
+        Err(s::LOC_QP_OP_ERR)
+    );
+    assert_eq!(
+        status(&send(op::SEND_WITH_INV, &[8]), Datagram),
+        Err(s::LOC_QP_OP_ERR)
+    );
+    // Inline data with an opcode that carries none.
+    let read_inline = SendWqe {
+        opcode: op::RDMA_READ,
+        send_flags: send_flags::INLINE,
+        inline_len: 4,
+        ..SendWqe::default()
+    };
+    assert_eq!(
+        status(&wqe(read_inline, b"abcd"), ReliableConnected),
+        Err(s::LOC_QP_OP_ERR)
+    );
+    // More inline bytes than the QP takes, or than the WQE holds.
+    let long_inline = SendWqe {
+        opcode: op::SEND,
+        send_flags: send_flags::INLINE,
+        inline_len: MAX_INLINE + 1,
+        ..SendWqe::default()
+    };
+    assert_eq!(
+        status(&wqe(long_inline, &[0; 80]), ReliableConnected),
+        Err(s::LOC_LEN_ERR)
+    );
+    let torn_inline = SendWqe {
+        inline_len: 10,
+        ..long_inline
+    };
+    assert_eq!(
+        status(&wqe(torn_inline, &[0; 4]), ReliableConnected),
+        Err(s::LOC_LEN_ERR)
+    );
+    // More SGEs than the QP takes, or than the WQE holds.
+    assert_eq!(
+        status(&send(op::SEND, &[1; 5]), ReliableConnected),
+        Err(s::LOC_QP_OP_ERR)
+    );
+    let mut torn = send(op::SEND, &[1, 1]);
+    torn.truncate(torn.len() - 1);
+    assert_eq!(status(&torn, ReliableConnected), Err(s::LOC_QP_OP_ERR));
+    // Longer than any message.
+    let big = send(op::RDMA_WRITE, &[limits::MAX_MSG_SZ, 1]);
+    assert_eq!(status(&big, ReliableConnected), Err(s::LOC_LEN_ERR));
+    assert_eq!(
+        status(
+            &send(op::RDMA_WRITE, &[limits::MAX_MSG_SZ]),
+            ReliableConnected
+        ),
+        Ok(limits::MAX_MSG_SZ)
+    );
+    // An atomic of other than 8 bytes.
+    assert_eq!(
+        status(&send(op::ATOMIC_FETCH_AND_ADD, &[4]), ReliableConnected),
+        Err(s::LOC_LEN_ERR)
+    );
+    assert_eq!(
+        status(&send(op::ATOMIC_CMP_AND_SWP, &[8]), ReliableConnected),
+        Ok(8)
+    );
+    // An ATOMIC_WRITE with SGEs.
+    assert_eq!(
+        status(&send(op::ATOMIC_WRITE, &[8]), ReliableConnected),
+        Err(s::LOC_QP_OP_ERR)
+    );
+    // Less than a header.
+    assert_eq!(status(&[0; 10], ReliableConnected), Err(s::LOC_QP_OP_ERR));
+}
+
+#[test]
+fn sge_list_lengths_add_up() {
+    assert_eq!(
+        sge_list_len(&sges(&[u32::MAX, u32::MAX])),
+        Some(2 * u64::from(u32::MAX))
+    );
+    assert_eq!(sge_list_len(&[]), Some(0));
+    assert_eq!(sge_list_len(&sges(&[3])[..10]), None);
+}
