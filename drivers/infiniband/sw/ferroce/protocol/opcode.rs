@@ -145,3 +145,25 @@ pub(crate) fn layout(opcode: u8) -> Option<Layout> {
         _ => None,
     }
 }
+
+/// The opcode (without the transport's bits) of a packet of a SEND (`write`: an RDMA WRITE)
+/// that is its message's `first` and/or `last`, the last one carrying immediate data (`imm`)
+/// or, for a SEND, an rkey to invalidate (`inv`).
+pub(crate) fn data_opcode(write: bool, first: bool, last: bool, imm: bool, inv: bool) -> u8 {
+    match (write, first, last) {
+        (false, true, true) if imm => op::SEND_ONLY_WITH_IMMEDIATE,
+        (false, true, true) if inv => op::SEND_ONLY_WITH_INVALIDATE,
+        (false, true, true) => op::SEND_ONLY,
+        (false, true, false) => op::SEND_FIRST,
+        (false, false, false) => op::SEND_MIDDLE,
+        (false, false, true) if imm => op::SEND_LAST_WITH_IMMEDIATE,
+        (false, false, true) if inv => op::SEND_LAST_WITH_INVALIDATE,
+        (false, false, true) => op::SEND_LAST,
+        (true, true, true) if imm => op::RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+        (true, true, true) => op::RDMA_WRITE_ONLY,
+        (true, true, false) => op::RDMA_WRITE_FIRST,
+        (true, false, false) => op::RDMA_WRITE_MIDDLE,
+        (true, false, true) if imm => op::RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        (true, false, true) => op::RDMA_WRITE_LAST,
+    }
+}

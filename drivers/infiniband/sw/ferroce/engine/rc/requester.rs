@@ -8,8 +8,9 @@
 //! ([`super::completer`]).
 
 use kernel::{
+    net::netdev::NetDevice,
     prelude::*,
-    rdma::{access, Qp, QpState, QpType},
+    rdma::{access, Device, Qp, QpState, QpType},
 };
 
 use crate::{
@@ -96,10 +97,24 @@ struct Turn {
     rc: bool,
     budget: u32,
     cap: kernel::rdma::QpCap,
+    /// Bytes of the WQE the executor read.
+    wqe_len: usize,
+}
+
+/// What the executor does next, decided under the QP's lock.
+enum Next {
+    /// Nothing it may do now (the queue is empty or waits: window, RNR, fence, READ credits,
+    /// the oldest to complete; or the QP left RTS): it gives its token back.
+    Stop,
+    /// Something completed or was taken: what follows the lock runs, and it looks again.
+    Again,
+    /// Send this turn of the record (after the lock is let go).
+    Send(Turn, Rec),
 }
 
 /// Executes the send queue of a connected QP on the wire until it is empty, waits (window,
-/// RNR, fence, READ credits), or leaves RTS. The caller set `sending`; this clears it.
+/// RNR, fence, READ credits), or leaves RTS. The caller set `sending` (the executor's token);
+/// this gives it back, in one place, under the lock that decided there is nothing to do.
 pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
     let data = qp.data();
     let uc = data.qp_type() == QpType::Uc;
@@ -107,199 +122,236 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
     loop {
         let mut after = After::default();
         let mut guard = data.state.lock();
-        let st = &mut *guard;
-        let state = st.attr.qp_state;
-        if matches!(state, QpState::Err | QpState::Sqe) {
-            let _ = st.flush_sq(qp, &mut after.notices);
-            st.sending = false;
-            drop(guard);
+        let (turn, rec) = match next_step(qp, &mut guard, uc, &mut wqe, &mut after) {
+            Next::Stop => {
+                guard.sending = false;
+                drop(guard);
+                after.run(qp, may_sleep);
+                return;
+            }
+            Next::Again => {
+                drop(guard);
+                after.run(qp, may_sleep);
+                continue;
+            }
+            Next::Send(turn, rec) => (turn, rec),
+        };
+        drop(guard);
+        let sent = send_turn(qp, &turn, &wqe[..turn.wqe_len], uc);
+        if sent.is_err() || uc {
+            turn_sent(qp, &turn, &rec, sent, uc, &mut after);
             after.run(qp, may_sleep);
-            return;
         }
-        let stop = !matches!(state, QpState::Rts | QpState::Sqd)
-            || st.conn.rnr_hold
-            || st.conn.tx.outstanding() >= WINDOW;
-        if stop {
-            st.sending = false;
-            return;
-        }
-        let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
-        if st.conn.tx.next() == st.conn.tx.count() {
-            // Take the next WQE, if there is one and it may start now.
-            let pending = st.sq.pending().unwrap_or(0) as usize;
-            if state == QpState::Sqd
-                || pending <= st.conn.tx.count()
-                || st
-                    .sq
-                    .peek(st.conn.tx.count() as u32, &mut wqe[..len])
-                    .is_err()
-            {
-                st.sending = false;
-                return;
-            }
-            let head = wqe
-                .first_chunk::<{ abi::SEND_WQE_HEADER }>()
-                .map(SendWqe::from_bytes);
-            if let Some(w) =
-                head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV | wop::BIND_MW))
-            {
-                if !take_local(qp, st, &w, &mut after) {
-                    st.sending = false;
-                    return;
-                }
-                drop(guard);
-                after.run(qp, may_sleep);
-                continue;
-            }
-            let mut rec = Rec::default();
-            match message(qp, &st.attr.cap, uc, &wqe[..len]) {
-                Ok(m) => {
-                    rec.wr_id = m.w.wr_id;
-                    rec.op = m.w.opcode;
-                    rec.signaled =
-                        data.init.sq_sig_all || m.w.send_flags & send_flags::SIGNALED != 0;
-                    rec.len = m.len;
-                    let mtu = mtu_of(st);
-                    rec.npkts = if is_single(m.w.opcode) {
-                        1
-                    } else {
-                        m.len.div_ceil(mtu).max(1)
-                    };
-                    let waiting = st.conn.tx.waiting_responses();
-                    if waiting > 0
-                        && (m.w.send_flags & FENCE != 0
-                            || (rec.waits_response()
-                                && waiting >= u32::from(st.attr.max_rd_atomic.max(1))))
-                    {
-                        // Fenced, or out of READ/atomic credits: resumed by their completion.
-                        st.sending = false;
-                        return;
-                    }
-                }
-                Err(status) => {
-                    let hdr = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>();
-                    if let Some(h) = hdr {
-                        let w = SendWqe::from_bytes(h);
-                        rec.wr_id = w.wr_id;
-                        rec.op = w.opcode;
-                    }
-                    rec.signaled = true;
-                    rec.failed = status;
-                }
-            }
-            if !st.conn.tx.push(rec) {
-                st.sending = false;
-                return;
-            }
-        }
-        let i = st.conn.tx.next();
-        let rec = st.conn.tx.rec(i);
-        if rec.local && rec.failed == 0 {
-            if i == 0 {
-                // The oldest (what came before it completed while this was sent again):
-                // it completes now.
-                complete_front(qp, st, wc_status::SUCCESS, &mut after);
-                drop(guard);
-                after.run(qp, may_sleep);
-                continue;
-            }
-            // Executed when it was taken; sending again from before it passes it by.
-            st.conn.tx.pass_one();
-            continue;
-        }
-        if rec.failed != 0 {
-            if i == 0 {
-                complete_front(qp, st, rec.failed, &mut after);
-                drop(guard);
-                after.run(qp, may_sleep);
-                continue;
-            }
-            // It fails once what was sent before it has completed.
-            st.sending = false;
-            return;
-        }
-        if st.sq.peek(i as u32, &mut wqe[..len]).is_err() {
-            st.sending = false;
-            return;
-        }
-        let Some(av) = st.attr.av else {
-            st.sending = false;
-            return;
-        };
-        let rec = st.conn.tx.start(i);
-        let mtu = mtu_of(st);
-        if rec.op == wop::RDMA_READ && st.conn.tx.off() > rec.done {
-            // The next request of a long READ waits until the one before is answered (each
-            // counts against the responder's READ credits).
-            st.sending = false;
-            return;
-        }
-        let room = if rec.op == wop::RDMA_READ {
-            st.conn.tx.read_room()
-        } else {
-            st.conn.tx.room()
-        };
-        if room == 0 {
-            // Resumed by the acknowledgement that opens the window.
-            st.sending = false;
-            return;
-        }
-        let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
-        let turn = Turn {
-            route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
-            dest_qpn: st.attr.dest_qp_num,
-            mtu,
-            psn: st.conn.tx.psn(),
-            off: st.conn.tx.off(),
-            gen: st.conn.tx.gen(),
-            resets: st.resets,
-            rc: !uc,
-            budget: plan.pkts,
-            cap: st.attr.cap,
-        };
-        st.conn.tx.take_turn(&plan);
-        if !uc && st.conn.timer == TimerUse::Idle {
-            arm_ack_timer(qp, st);
-        }
-        drop(guard);
-        let sent = send_turn(qp, &turn, &wqe[..len], uc);
-        if sent.is_ok() && !uc {
-            if may_sleep {
-                kernel::rdma::context::cond_resched();
-            }
-            continue;
-        }
-        let mut guard = data.state.lock();
-        let st = &mut *guard;
-        if st.conn.tx.gen() == turn.gen && st.resets == turn.resets {
-            if let Err(status) = sent {
-                // The sender's memory went away under the copy: the WQE fails when it is the
-                // oldest (what the peer got of it is moot).
-                let at = st.conn.tx.find(st.conn.tx.count(), |r| {
-                    r.started && !r.local && r.first_psn == rec.first_psn && r.wr_id == rec.wr_id
-                });
-                if let Some(j) = at {
-                    let mut r = st.conn.tx.rec(j);
-                    r.failed = status;
-                    st.conn.tx.set_rec(j, r);
-                    if j == 0 {
-                        complete_front(qp, st, status, &mut after);
-                    }
-                }
-            }
-        }
-        if uc {
-            // UC completes a message once it is sent; nothing is acknowledged.
-            let sent_to = st.conn.tx.psn();
-            st.conn.tx.set_una(sent_to);
-            while st.conn.tx.count() > 0 && st.conn.tx.next() > 0 && st.conn.tx.rec(0).failed == 0 {
-                complete_front(qp, st, wc_status::SUCCESS, &mut after);
-            }
-        }
-        drop(guard);
-        after.run(qp, may_sleep);
         if may_sleep {
             kernel::rdma::context::cond_resched();
+        }
+    }
+}
+
+/// Decides, under the lock, what the executor does next: takes the next WQE into a record if
+/// every record is sent, then plans the turn of the record at the send cursor.
+fn next_step(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    uc: bool,
+    wqe: &mut [u8; SEND_WQE_MAX],
+    after: &mut After,
+) -> Next {
+    let state = st.attr.qp_state;
+    if matches!(state, QpState::Err | QpState::Sqe) {
+        // Whatever is left completes flushed.
+        let _ = st.flush_sq(qp, &mut after.notices);
+        return Next::Stop;
+    }
+    if !matches!(state, QpState::Rts | QpState::Sqd)
+        || st.conn.rnr_hold
+        || st.conn.tx.outstanding() >= WINDOW
+    {
+        return Next::Stop;
+    }
+    let wqe = &mut wqe[..(st.sq.wqe_size as usize).min(SEND_WQE_MAX)];
+    if st.conn.tx.next() == st.conn.tx.count() {
+        if let Some(next) = take_wqe(qp, st, uc, wqe, after) {
+            return next;
+        }
+    }
+    plan_next_turn(qp, st, uc, wqe, after)
+}
+
+/// Takes the next WQE of the send queue, if there is one and it may start now: a local
+/// operation executes at once; any other becomes a record to send (or, if it fails the
+/// requester's checks, one that fails in its turn). `None`: a record to send was added.
+fn take_wqe(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    uc: bool,
+    wqe: &mut [u8],
+    after: &mut After,
+) -> Option<Next> {
+    let pending = st.sq.pending().unwrap_or(0) as usize;
+    let count = st.conn.tx.count();
+    if st.attr.qp_state == QpState::Sqd
+        || pending <= count
+        || st.sq.peek(count as u32, wqe).is_err()
+    {
+        return Some(Next::Stop);
+    }
+    let head = wqe
+        .first_chunk::<{ abi::SEND_WQE_HEADER }>()
+        .map(SendWqe::from_bytes);
+    if let Some(w) =
+        head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV | wop::BIND_MW))
+    {
+        return Some(if take_local(qp, st, &w, after) {
+            Next::Again
+        } else {
+            Next::Stop
+        });
+    }
+    let mut rec = Rec::default();
+    match message(qp, &st.attr.cap, uc, wqe) {
+        Ok(m) => {
+            rec.wr_id = m.w.wr_id;
+            rec.op = m.w.opcode;
+            rec.signaled = qp.data().init.sq_sig_all || m.w.send_flags & send_flags::SIGNALED != 0;
+            rec.len = m.len;
+            rec.npkts = if is_single(m.w.opcode) {
+                1
+            } else {
+                m.len.div_ceil(mtu_of(st)).max(1)
+            };
+            let waiting = st.conn.tx.waiting_responses();
+            if waiting > 0
+                && (m.w.send_flags & FENCE != 0
+                    || (rec.waits_response() && waiting >= u32::from(st.attr.max_rd_atomic.max(1))))
+            {
+                // Fenced, or out of READ/atomic credits: resumed by their completion.
+                return Some(Next::Stop);
+            }
+        }
+        Err(status) => {
+            if let Some(h) = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>() {
+                let w = SendWqe::from_bytes(h);
+                rec.wr_id = w.wr_id;
+                rec.op = w.opcode;
+            }
+            rec.signaled = true;
+            rec.failed = status;
+        }
+    }
+    if !st.conn.tx.push(rec) {
+        return Some(Next::Stop);
+    }
+    None
+}
+
+/// Plans the turn of the record at the send cursor: how much of it goes now (window, burst,
+/// READ chunks), its PSNs taken before a packet goes (the peer's answer may come, in softirq on
+/// this CPU, before the transmission returns), the acknowledgement timer armed.
+fn plan_next_turn(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    uc: bool,
+    wqe: &mut [u8],
+    after: &mut After,
+) -> Next {
+    let i = st.conn.tx.next();
+    let rec = st.conn.tx.rec(i);
+    if rec.local && rec.failed == 0 {
+        if i == 0 {
+            // The oldest (what came before it completed while this was sent again): it
+            // completes now.
+            complete_front(qp, st, wc_status::SUCCESS, after);
+        } else {
+            // Executed when it was taken; sending again from before it passes it by.
+            st.conn.tx.pass_one();
+        }
+        return Next::Again;
+    }
+    if rec.failed != 0 {
+        if i == 0 {
+            complete_front(qp, st, rec.failed, after);
+            return Next::Again;
+        }
+        // It fails once what was sent before it has completed.
+        return Next::Stop;
+    }
+    let Some(av) = st.attr.av else {
+        return Next::Stop;
+    };
+    if st.sq.peek(i as u32, wqe).is_err() {
+        return Next::Stop;
+    }
+    let rec = st.conn.tx.start(i);
+    if rec.op == wop::RDMA_READ && st.conn.tx.off() > rec.done {
+        // The next request of a long READ waits until the one before is answered (each
+        // counts against the responder's READ credits).
+        return Next::Stop;
+    }
+    let room = if rec.op == wop::RDMA_READ {
+        st.conn.tx.read_room()
+    } else {
+        st.conn.tx.room()
+    };
+    if room == 0 {
+        // Resumed by the acknowledgement that opens the window.
+        return Next::Stop;
+    }
+    let mtu = mtu_of(st);
+    let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
+    let turn = Turn {
+        route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
+        dest_qpn: st.attr.dest_qp_num,
+        mtu,
+        psn: st.conn.tx.psn(),
+        off: st.conn.tx.off(),
+        gen: st.conn.tx.gen(),
+        resets: st.resets,
+        rc: !uc,
+        budget: plan.pkts,
+        cap: st.attr.cap,
+        wqe_len: wqe.len(),
+    };
+    st.conn.tx.take_turn(&plan);
+    if !uc && st.conn.timer == TimerUse::Idle {
+        arm_ack_timer(qp, st);
+    }
+    Next::Send(turn, rec)
+}
+
+/// After a turn that failed (the sender's memory went away under the copy: the WQE fails
+/// when it is the oldest; what the peer got of it is moot), or any turn of UC, which completes
+/// a message once it is sent (nothing is acknowledged).
+fn turn_sent(
+    qp: &Qp<Ferroce>,
+    turn: &Turn,
+    rec: &Rec,
+    sent: Result<(), u32>,
+    uc: bool,
+    after: &mut After,
+) {
+    let mut guard = qp.data().state.lock();
+    let st = &mut *guard;
+    if let Err(status) = sent {
+        if st.conn.tx.gen() == turn.gen && st.resets == turn.resets {
+            let at = st.conn.tx.find(st.conn.tx.count(), |r| {
+                r.started && !r.local && r.first_psn == rec.first_psn && r.wr_id == rec.wr_id
+            });
+            if let Some(j) = at {
+                let mut r = st.conn.tx.rec(j);
+                r.failed = status;
+                st.conn.tx.set_rec(j, r);
+                if j == 0 {
+                    complete_front(qp, st, status, after);
+                }
+            }
+        }
+    }
+    if uc {
+        let sent_to = st.conn.tx.psn();
+        st.conn.tx.set_una(sent_to);
+        while st.conn.tx.count() > 0 && st.conn.tx.next() > 0 && st.conn.tx.rec(0).failed == 0 {
+            complete_front(qp, st, wc_status::SUCCESS, after);
         }
     }
 }
@@ -341,162 +393,189 @@ fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut Afte
 /// Sends the turn's `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local
 /// error (the sender's memory went away).
 fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32> {
-    let dev = qp.device();
     let m = parse_message(&t.cap, uc, wqe)?;
-    let transport = if uc { opcode::UC } else { opcode::RC };
+    let dev = qp.device();
     let Some(netdev) = dev.data().netdev() else {
         // No netdev (it is going away): as if the packets were lost.
         return Ok(());
     };
-    let bth = |opcode: u8, p: u32, ack_req: bool, se: bool| Bth {
-        opcode: transport | opcode,
-        se,
-        pkey: wire::DEFAULT_PKEY,
-        dest_qp: t.dest_qpn,
-        ack_req: ack_req && t.rc,
-        psn: p,
-        ..Bth::default()
+    let tx = Tx {
+        dev,
+        netdev: &netdev,
+        t,
+        transport: if uc { opcode::UC } else { opcode::RC },
     };
-    let solicited = m.w.send_flags & send_flags::SOLICITED != 0;
     match m.w.opcode {
-        wop::RDMA_READ => {
-            let WqeUnion::Rdma { remote_addr, rkey } = m.w.wr else {
-                return Err(wc_status::LOC_QP_OP_ERR);
-            };
-            let off = t.off.min(m.len);
-            let h = Headers {
-                bth: bth(op::RDMA_READ_REQUEST, t.psn, true, false),
-                reth: Some(Reth {
-                    va: remote_addr.wrapping_add(off.into()),
-                    rkey,
-                    dma_len: read_chunk_end(off, m.len, t.mtu) - off,
-                }),
-                ..Headers::default()
-            };
-            let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
-            Ok(())
+        wop::RDMA_READ
+        | wop::ATOMIC_CMP_AND_SWP
+        | wop::ATOMIC_FETCH_AND_ADD
+        | wop::ATOMIC_WRITE => send_request(&tx, &m),
+        _ => send_data(qp, &tx, &m),
+    }
+}
+
+/// Where a turn's packets go.
+struct Tx<'a> {
+    dev: &'a Device<Ferroce>,
+    netdev: &'a NetDevice,
+    t: &'a Turn,
+    /// The transport's opcode bits (RC or UC).
+    transport: u8,
+}
+
+impl Tx<'_> {
+    fn bth(&self, opcode: u8, psn: u32, ack_req: bool, se: bool) -> Bth {
+        Bth {
+            opcode: self.transport | opcode,
+            se,
+            pkey: wire::DEFAULT_PKEY,
+            dest_qp: self.t.dest_qpn,
+            ack_req: ack_req && self.t.rc,
+            psn,
+            ..Bth::default()
         }
-        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD => {
-            let WqeUnion::Atomic {
+    }
+}
+
+/// A request a response answers, in one packet: a READ request (for the READ's chunk from
+/// `t.off` on), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
+fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
+    let t = tx.t;
+    let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
+        (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
+            let off = t.off.min(m.len);
+            let reth = Reth {
+                va: remote_addr.wrapping_add(off.into()),
+                rkey,
+                dma_len: read_chunk_end(off, m.len, t.mtu) - off,
+            };
+            let bth = tx.bth(op::RDMA_READ_REQUEST, t.psn, true, false);
+            (
+                Headers {
+                    bth,
+                    reth: Some(reth),
+                    ..Headers::default()
+                },
+                &[],
+            )
+        }
+        (
+            wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD,
+            WqeUnion::Atomic {
                 remote_addr,
                 compare_add,
                 swap,
                 rkey,
-            } = m.w.wr
-            else {
-                return Err(wc_status::LOC_QP_OP_ERR);
-            };
+            },
+        ) => {
             let (opc, swap_add, compare) = if m.w.opcode == wop::ATOMIC_CMP_AND_SWP {
                 (op::COMPARE_SWAP, swap, compare_add)
             } else {
                 (op::FETCH_ADD, compare_add, 0)
             };
-            let h = Headers {
-                bth: bth(opc, t.psn, true, false),
-                atomic_eth: Some(AtomicEth {
-                    va: remote_addr,
-                    rkey,
-                    swap_add,
-                    compare,
-                }),
-                ..Headers::default()
+            let eth = AtomicEth {
+                va: remote_addr,
+                rkey,
+                swap_add,
+                compare,
             };
-            let _ = wire::transmit::<()>(dev, &netdev, &t.route, &h, 0, |_| Ok(()));
-            Ok(())
-        }
-        wop::ATOMIC_WRITE => {
-            let (
-                WqeUnion::AtomicWrite {
-                    remote_addr, rkey, ..
-                },
-                Some(value),
-            ) = (m.w.wr, m.inline)
-            else {
-                return Err(wc_status::LOC_QP_OP_ERR);
-            };
-            let h = Headers {
-                bth: bth(op::ATOMIC_WRITE, t.psn, true, false),
-                reth: Some(Reth {
-                    va: remote_addr,
-                    rkey,
-                    dma_len: 8,
-                }),
-                ..Headers::default()
-            };
-            let fill = |out: &mut [u8]| -> Result<(), Fault> {
-                out.copy_from_slice(value.get(..out.len()).ok_or(Fault::Source)?);
-                Ok(())
-            };
-            let _ = wire::transmit(dev, &netdev, &t.route, &h, value.len(), fill);
-            Ok(())
-        }
-        _ => {
-            let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
-            let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
-            let with_inv = m.w.opcode == wop::SEND_WITH_INV;
-            let (remote_addr, rkey) = match m.w.wr {
-                WqeUnion::Rdma { remote_addr, rkey } => (remote_addr, rkey),
-                _ if write => return Err(wc_status::LOC_QP_OP_ERR),
-                _ => (0, 0),
-            };
-            let mut walk = Walk::new(dev, qp.pd_id(), 0, m.sges);
-            if m.inline.is_none() {
-                walk.skip(t.off as usize)
-                    .map_err(|_| wc_status::LOC_PROT_ERR)?;
-            }
-            let (mut off, mut p, mut n) = (t.off.min(m.len), t.psn, 0u32);
-            loop {
-                let chunk = t.mtu.min(m.len - off);
-                let first = off == 0;
-                let last = off + chunk == m.len;
-                n += 1;
-                let opc = match (write, first, last) {
-                    (false, true, true) if with_imm => op::SEND_ONLY_WITH_IMMEDIATE,
-                    (false, true, true) if with_inv => op::SEND_ONLY_WITH_INVALIDATE,
-                    (false, true, true) => op::SEND_ONLY,
-                    (false, true, false) => op::SEND_FIRST,
-                    (false, false, false) => op::SEND_MIDDLE,
-                    (false, false, true) if with_imm => op::SEND_LAST_WITH_IMMEDIATE,
-                    (false, false, true) if with_inv => op::SEND_LAST_WITH_INVALIDATE,
-                    (false, false, true) => op::SEND_LAST,
-                    (true, true, true) if with_imm => op::RDMA_WRITE_ONLY_WITH_IMMEDIATE,
-                    (true, true, true) => op::RDMA_WRITE_ONLY,
-                    (true, true, false) => op::RDMA_WRITE_FIRST,
-                    (true, false, false) => op::RDMA_WRITE_MIDDLE,
-                    (true, false, true) if with_imm => op::RDMA_WRITE_LAST_WITH_IMMEDIATE,
-                    (true, false, true) => op::RDMA_WRITE_LAST,
-                };
-                let ack_req = last || n == t.budget || p % ACK_EVERY == 0;
-                let se = last && solicited && (!write || with_imm);
-                let h = Headers {
-                    bth: bth(opc, p, ack_req, se),
-                    reth: (write && first).then_some(Reth {
-                        va: remote_addr,
-                        rkey,
-                        dma_len: m.len,
-                    }),
-                    imm: (last && with_imm).then_some(wire::imm_to_wire(m.w.imm_data)),
-                    ieth: (last && with_inv).then_some(m.w.imm_data),
+            let bth = tx.bth(opc, t.psn, true, false);
+            (
+                Headers {
+                    bth,
+                    atomic_eth: Some(eth),
                     ..Headers::default()
-                };
-                let fill = |out: &mut [u8]| match m.inline {
-                    Some(b) => {
-                        let at = off as usize;
-                        out.copy_from_slice(b.get(at..at + out.len()).ok_or(Fault::Source)?);
-                        Ok(())
-                    }
-                    None => walk.gather(out),
-                };
-                match wire::transmit(dev, &netdev, &t.route, &h, chunk as usize, fill) {
-                    Ok(()) | Err(TxError::Lost) => {}
-                    Err(TxError::Fill(_)) => return Err(wc_status::LOC_PROT_ERR),
-                }
-                off += chunk;
-                p = psn::add(p, 1);
-                if last || n >= t.budget {
-                    return Ok(());
-                }
-            }
+                },
+                &[],
+            )
         }
+        (
+            wop::ATOMIC_WRITE,
+            WqeUnion::AtomicWrite {
+                remote_addr, rkey, ..
+            },
+        ) => {
+            let reth = Reth {
+                va: remote_addr,
+                rkey,
+                dma_len: 8,
+            };
+            let bth = tx.bth(op::ATOMIC_WRITE, t.psn, true, false);
+            let value = m.inline.ok_or(wc_status::LOC_QP_OP_ERR)?;
+            (
+                Headers {
+                    bth,
+                    reth: Some(reth),
+                    ..Headers::default()
+                },
+                value,
+            )
+        }
+        _ => return Err(wc_status::LOC_QP_OP_ERR),
+    };
+    let fill = |out: &mut [u8]| -> Result<(), Fault> {
+        out.copy_from_slice(payload.get(..out.len()).ok_or(Fault::Source)?);
+        Ok(())
+    };
+    // A packet lost here is a packet lost on the wire: the timer sends it again.
+    let _ = wire::transmit(tx.dev, tx.netdev, &t.route, &h, payload.len(), fill);
+    Ok(())
+}
+
+/// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
+/// acknowledgement asked for at the message's end, at the turn's and every [`ACK_EVERY`]
+/// PSNs.
+fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
+    let t = tx.t;
+    let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
+    let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
+    let with_inv = m.w.opcode == wop::SEND_WITH_INV;
+    let solicited = m.w.send_flags & send_flags::SOLICITED != 0;
+    let (remote_addr, rkey) = match m.w.wr {
+        WqeUnion::Rdma { remote_addr, rkey } => (remote_addr, rkey),
+        _ if write => return Err(wc_status::LOC_QP_OP_ERR),
+        _ => (0, 0),
+    };
+    let mut walk = Walk::new(tx.dev, qp.pd_id(), 0, m.sges);
+    if m.inline.is_none() {
+        walk.skip(t.off as usize)
+            .map_err(|_| wc_status::LOC_PROT_ERR)?;
     }
+    let (mut off, mut p) = (t.off.min(m.len), t.psn);
+    for n in 1..=t.budget.max(1) {
+        let chunk = t.mtu.min(m.len - off);
+        let (first, last) = (off == 0, off + chunk == m.len);
+        let opc = opcode::data_opcode(write, first, last, with_imm, with_inv);
+        let ack_req = last || n == t.budget || p % ACK_EVERY == 0;
+        let se = last && solicited && (!write || with_imm);
+        let h = Headers {
+            bth: tx.bth(opc, p, ack_req, se),
+            reth: (write && first).then_some(Reth {
+                va: remote_addr,
+                rkey,
+                dma_len: m.len,
+            }),
+            imm: (last && with_imm).then_some(wire::imm_to_wire(m.w.imm_data)),
+            ieth: (last && with_inv).then_some(m.w.imm_data),
+            ..Headers::default()
+        };
+        let fill = |out: &mut [u8]| match m.inline {
+            Some(b) => {
+                let at = off as usize;
+                out.copy_from_slice(b.get(at..at + out.len()).ok_or(Fault::Source)?);
+                Ok(())
+            }
+            None => walk.gather(out),
+        };
+        match wire::transmit(tx.dev, tx.netdev, &t.route, &h, chunk as usize, fill) {
+            Ok(()) | Err(TxError::Lost) => {}
+            Err(TxError::Fill(_)) => return Err(wc_status::LOC_PROT_ERR),
+        }
+        if last {
+            break;
+        }
+        off += chunk;
+        p = psn::add(p, 1);
+    }
+    Ok(())
 }

@@ -190,3 +190,24 @@ fn sge_list_lengths_add_up() {
     assert_eq!(sge_list_len(&[]), Some(0));
     assert_eq!(sge_list_len(&sges(&[3])[..10]), None);
 }
+
+#[test]
+fn data_packets_carry_the_headers_their_place_asks_for() {
+    use crate::opcode::{data_opcode, hdr, layout, RC};
+    for write in [false, true] {
+        for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
+            for (imm, inv) in [(false, false), (true, false), (false, true)] {
+                if write && inv {
+                    continue; // no RDMA WRITE invalidates
+                }
+                let opc = data_opcode(write, first, last, imm, inv);
+                let l = layout(RC | opc).unwrap_or_else(|| panic!("{opc:#x} has no layout"));
+                let what = format!("write {write} first {first} last {last} imm {imm} inv {inv}");
+                assert_eq!((l.first, l.last), (first, last), "{what}");
+                assert_eq!(l.headers & hdr::RETH != 0, write && first, "{what}");
+                assert_eq!(l.headers & hdr::IMMDT != 0, imm && last, "{what}");
+                assert_eq!(l.headers & hdr::IETH != 0, inv && last, "{what}");
+            }
+        }
+    }
+}
