@@ -4,6 +4,7 @@
 //! completer and responder (`rc`), a responder's paced replies, direct placement between QPs
 //! of one device, and the dispatch of received packets. Imports the layers below.
 
+pub(crate) mod executor;
 pub(crate) mod placement;
 pub(crate) mod qp;
 pub(crate) mod rc;

@@ -26,7 +26,7 @@ use crate::verbs::device::{
     active_mtu, port_is_active, DeviceData, Ferroce, ABI_VERSION, DRIVER_ID, PORT,
 };
 use crate::{
-    engine::qp,
+    engine::{executor, qp},
     protocol::{abi, count::ObjectCount, guid, keys::KeyTable, limits},
     verbs::{ah, cq, mr, mw, numbers::Counted, srq, stats},
 };
@@ -204,7 +204,7 @@ impl rdma::Driver for Ferroce {
     }
 
     fn qp_work(q: &Qp<Self>) {
-        qp::run_deferred(q)
+        executor::run_deferred(q)
     }
 
     fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
@@ -216,11 +216,11 @@ impl rdma::Driver for Ferroce {
     }
 
     fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
-        qp::sq_doorbell(q)
+        executor::sq_doorbell(q)
     }
 
     fn ring_rq_doorbell(q: &Qp<Self>) -> Result {
-        qp::rq_doorbell(q)
+        executor::rq_doorbell(q)
     }
 
     fn post_send(q: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {

@@ -15,7 +15,7 @@ use kernel::{
 };
 
 use crate::{
-    engine::{placement, rc},
+    engine::{executor, rc},
     protocol::{
         abi::{self, Cqe, SendWqe, WqeUnion},
         keys::KeyTable,
@@ -56,18 +56,18 @@ pub(crate) struct QpShared {
     /// The `sending` token was handed to the QP's work item.
     pub(crate) sq_to_work: bool,
     /// The send queue waits for the destination to post a receive (RNR), until kicked.
-    rnr_wait: bool,
+    pub(crate) rnr_wait: bool,
     /// Times the QP was kicked (a receive it waited for was posted): an executor that finds
     /// no receive WQE retries at once if a kick came meanwhile.
-    kicks: u32,
+    pub(crate) kicks: u32,
     /// Times the QP went back to RESET: an executor that sees it changed completes nothing.
     pub(crate) resets: u32,
     /// The QP whose send queue waits for this QP's receive queue.
-    rnr_waiter: Option<u32>,
+    pub(crate) rnr_waiter: Option<u32>,
     /// A requester is placing a message into the receive WQE it took from this QP's RQ; it
     /// completes it (`complete_recv`), and flushes the RQ after it if the QP entered ERR
     /// meanwhile, so that receive completions stay in order.
-    receiving: bool,
+    pub(crate) receiving: bool,
     /// The wire state of a connected QP whose peer is elsewhere (rc.rs).
     pub(crate) conn: rc::Conn,
 }
@@ -80,7 +80,7 @@ pub(crate) struct After {
     pub(crate) notices: Notices,
     last_wqe: bool,
     sq_drained: bool,
-    waiter: Option<u32>,
+    pub(crate) waiter: Option<u32>,
     restart: bool,
 }
 
@@ -96,10 +96,10 @@ impl After {
             qp.dispatch_event(QpEvent::SqDrained);
         }
         if let Some(waiter) = self.waiter.and_then(|n| qp.device().qp(n)) {
-            kick(&waiter, may_sleep);
+            executor::kick(&waiter, may_sleep);
         }
         if self.restart {
-            start_sq(qp, may_sleep);
+            executor::start_sq(qp, may_sleep);
         }
     }
 }
@@ -113,7 +113,7 @@ pub(crate) struct Notices {
 }
 
 impl Notices {
-    fn deliver(self, qp: &Qp<Ferroce>) {
+    pub(crate) fn deliver(self, qp: &Qp<Ferroce>) {
         self.send.deliver(qp.send_cq());
         self.recv.deliver(qp.recv_cq());
     }
@@ -178,7 +178,7 @@ impl QpShared {
     }
 
     /// Completes every posted receive WQE with a flush error (the QP is in ERR).
-    fn flush_rq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
+    pub(crate) fn flush_rq(&mut self, qp: &Qp<Ferroce>, notices: &mut Notices) -> Result {
         let Some(rq) = self.rq.as_mut() else {
             return Ok(());
         };
@@ -561,237 +561,8 @@ pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<(QpAttr, QpInitAttr)> {
     Ok((attr, data.init))
 }
 
-/// The provider (or a kernel user's post) published send work. In RTS it is executed now, in
-/// the caller's context, unless another caller is executing the queue already (which then
-/// takes it too). In ERR and SQE it is flushed at once; before RTS it is refused (`EINVAL`)
-/// and dropped. In SQD it waits.
-pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
-    let mut notices = Notices::default();
-    let mut st = qp.data().state.lock();
-    let r = match st.attr.qp_state {
-        // In SQE (a UD/UC send failed) as in ERR, new send work completes flushed (IBTA 10.8.3).
-        QpState::Err | QpState::Sqe if !st.sending => st.flush_sq(qp, &mut notices),
-        QpState::Err | QpState::Sqe | QpState::Sqd => st.sq.pending().map(|_| ()),
-        QpState::Rts => {
-            st.sq.pending()?;
-            // A new doorbell retries a send that waited for a receive too (an SRQ's receives
-            // come without a doorbell), also one a running executor is about to park.
-            st.rnr_wait = false;
-            st.kicks = st.kicks.wrapping_add(1);
-            if !st.sending {
-                st.sending = true;
-                drop(st);
-                if !qp.is_user() && kernel::rdma::context::in_interrupt() {
-                    // A kernel user posting from softirq (or with it disabled): the work,
-                    // however long, is not done there; the QP's work item takes the token.
-                    defer_sq(qp);
-                    return Ok(());
-                }
-                // A user's doorbell is a system call of the QP's owner: its own time, which
-                // it stops spending if it is killed.
-                run_sq(qp, qp.is_user(), Budget::Owner);
-                return Ok(());
-            }
-            Ok(())
-        }
-        // The SQ takes no work before RTS (IBTA 10.8.2): the post fails, so what was published
-        // for it is dropped now rather than executed once the QP reaches RTS.
-        _ => st.sq.discard().and(Err(EINVAL)),
-    };
-    drop(st);
-    notices.deliver(qp);
-    r
-}
-
-/// The provider posted receive work while the RQ asked for the doorbell: the QP is in ERR
-/// (flush it), or a sender waits for a receive WQE (kick it). In other states there is
-/// nothing to do but check the ring.
-pub(crate) fn rq_doorbell(qp: &Qp<Ferroce>) -> Result {
-    let mut after = After::default();
-    let mut st = qp.data().state.lock();
-    let r = match (&st.rq, st.attr.qp_state) {
-        (None, _) => Err(EINVAL),
-        (Some(_), QpState::Err) if !st.receiving => st.flush_rq(qp, &mut after.notices),
-        (Some(rq), _) => rq.pending().map(|_| ()),
-    };
-    if st.attr.qp_state != QpState::Err {
-        after.waiter = st.rnr_waiter.take();
-        if let Some(rq) = &st.rq {
-            // The waiter retries now; if it runs dry again, it asks again.
-            let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
-        }
-    }
-    drop(st);
-    after.run(qp, qp.is_user());
-    r
-}
-
-/// A receive the QP's send queue waited for was posted (or the destination failed): retry its
-/// sends now.
-fn kick(qp: &Qp<Ferroce>, may_sleep: bool) {
-    let mut st = qp.data().state.lock();
-    st.kicks = st.kicks.wrapping_add(1);
-    st.rnr_wait = false;
-    if st.sending || st.attr.qp_state != QpState::Rts {
-        return;
-    }
-    st.sending = true;
-    drop(st);
-    // Until the queue is empty or waits again: nothing else would resume it (the owner may
-    // wait for completions without ringing again). The kicker's system call lends its time
-    // to its connected peer (a worker will take this over).
-    run_sq(qp, may_sleep, Budget::UntilDone);
-}
-
-/// Starts executing the send queue if work waits and nobody executes it (a move back to RTS).
-fn start_sq(qp: &Qp<Ferroce>, may_sleep: bool) {
-    let mut st = qp.data().state.lock();
-    if st.sending || st.attr.qp_state != QpState::Rts || st.sq.pending().unwrap_or(0) == 0 {
-        return;
-    }
-    st.sending = true;
-    drop(st);
-    run_sq(qp, may_sleep, Budget::UntilDone);
-}
-
-/// Hands the send queue's token (`sending`, which the caller holds) to the QP's work item.
-fn defer_sq(qp: &Qp<Ferroce>) {
-    qp.data().state.lock().sq_to_work = true;
-    qp.queue_work();
-}
-
-/// The QP's work item: sends the responder's replies and executes the send queue, where
-/// their tokens were handed to it (`run_sq` could not execute the queue where it was asked
-/// to; a responder's replies are paced, `reply.rs`).
-pub(crate) fn run_deferred(qp: &Qp<Ferroce>) {
-    crate::engine::reply::send_deferred(qp);
-    let sq = core::mem::take(&mut qp.data().state.lock().sq_to_work);
-    if sq {
-        run_sq(qp, true, Budget::UntilDone);
-    }
-}
-
 /// The size of a management datagram (MAD), all that QP1 receives.
 const MAD_SIZE: u32 = 256;
-
-/// How long an executor goes on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Budget {
-    /// The owner's own system call: until done, or until the owner is killed (its QP goes
-    /// with it).
-    Owner,
-    /// Until done: nothing else would resume the queue.
-    UntilDone,
-}
-
-/// Executes the send queue's work in the caller's context until the queue is empty, the QP
-/// leaves RTS, or the destination has no receive WQE for it (RNR). The caller set `sending`;
-/// this clears it. No lock is held while a WQE executes; completions are delivered after
-/// each. Where it `may_sleep`, it yields the CPU between WQEs.
-fn run_sq(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
-    if kernel::rdma::context::irqs_disabled() {
-        // A kernel user posted with interrupts off (ib_mad does, under its queue's lock):
-        // nothing may be transmitted here. The QP's work item executes the queue (the token
-        // passes on to it).
-        defer_sq(qp);
-        return;
-    }
-    let data = qp.data();
-    if matches!(data.init.qp_type, QpType::Rc | QpType::Uc) && !data.state.lock().peer_local {
-        // A peer elsewhere: the wire engine executes the queue (the token passes on).
-        rc::run(qp, may_sleep);
-        return;
-    }
-    let mut wqe = [0u8; SEND_WQE_MAX];
-    loop {
-        let mut after = After::default();
-        let mut st = data.state.lock();
-        let state = st.attr.qp_state;
-        if matches!(state, QpState::Err | QpState::Sqe) {
-            // Whatever is left completes flushed; from now on doorbells flush.
-            let _ = st.flush_sq(qp, &mut after.notices);
-            st.sending = false;
-            drop(st);
-            after.run(qp, may_sleep);
-            return;
-        }
-        let pending = if state == QpState::Rts {
-            st.sq.pending().unwrap_or(0)
-        } else {
-            0
-        };
-        let len = (st.sq.wqe_size as usize).min(SEND_WQE_MAX);
-        let stop =
-            budget == Budget::Owner && may_sleep && kernel::rdma::context::fatal_signal_pending();
-        if pending == 0 || stop || st.rnr_wait || st.sq.peek(0, &mut wqe[..len]).is_err() {
-            st.sending = false;
-            return;
-        }
-        let req = placement::Requester {
-            qpn: qp.qp_num(),
-            serial: data.serial,
-            peer_serial: st.peer_serial,
-            qp_type: data.init.qp_type,
-            dest_qpn: st.attr.dest_qp_num,
-            peer_local: st.peer_local,
-            gids: st.attr.av.as_ref().map(|av| (av.sgid, av.dgid)),
-            cap: st.attr.cap,
-            sig_all: data.init.sq_sig_all,
-            rnr_retry: st.attr.rnr_retry,
-            qkey: st.attr.qkey,
-            may_sleep,
-        };
-        let (resets, kicks) = (st.resets, st.kicks);
-        drop(st);
-        let outcome = placement::execute(qp, &req, &wqe[..len]);
-        let mut st = data.state.lock();
-        if st.resets != resets {
-            // Reset meanwhile: the WQE is gone, and with it its completion. The queue may
-            // have new work already (its doorbell found us busy): look again.
-            continue;
-        }
-        match outcome {
-            placement::Outcome::Rnr => {
-                // Wait for a kick, unless one came meanwhile (then retry at once).
-                if st.kicks == kicks {
-                    st.rnr_wait = true;
-                }
-            }
-            placement::Outcome::Done { cqe, signaled } => {
-                let _ = st.sq.consume(1);
-                if signaled || cqe.status != abi::wc_status::SUCCESS {
-                    let cqe = Cqe {
-                        kernel_qp: QpToken::of(qp).to_bits(),
-                        ..cqe
-                    };
-                    if let Ok(n) = cq::post(qp.send_cq(), &cqe) {
-                        after.notices.send = n;
-                    }
-                }
-                if cqe.status != abi::wc_status::SUCCESS {
-                    if data.init.qp_type == QpType::Rc {
-                        // A failed RC WQE puts the QP in error (IBTA 10.8.3.1); the rest
-                        // flushes.
-                        st.enter_error(qp, &mut after);
-                    } else {
-                        // A failed UD or UC send stops the send queue only (SQE, IBTA
-                        // 10.8.3.2): the rest flushes, receives go on, and a move back to RTS
-                        // recovers it (as ib_mad does for QP1).
-                        if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
-                            st.attr.qp_state = QpState::Sqe;
-                            st.attr.cur_qp_state = QpState::Sqe;
-                        }
-                    }
-                }
-            }
-        }
-        drop(st);
-        after.run(qp, may_sleep);
-        if may_sleep {
-            kernel::rdma::context::cond_resched();
-        }
-    }
-}
 
 /// What a responder needs of its QP, read with the WQE it takes.
 pub(crate) struct Responder {

@@ -21,6 +21,7 @@ use kernel::{
 
 use crate::{
     engine::{
+        executor::{self, Budget},
         qp::{After, QpShared, RECV_WQE_MAX},
         reply::{self, Offer, Reply, ReplyQueue},
     },
@@ -34,14 +35,14 @@ use crate::{
 };
 
 mod completer;
-mod requester;
+pub(crate) mod requester;
 mod responder;
 mod window;
 
 use completer::{fail_front, go_back, on_response};
-pub(crate) use requester::run;
 use responder::{on_request, InMsg, RecvHeld, SavedRead, SAVED_ATOMICS, SAVED_READS};
-use window::{Rec, Window, MAX_BACKOFF, WINDOW};
+pub(crate) use window::Rec;
+use window::{Window, MAX_BACKOFF, WINDOW};
 
 /// What the QP's timer is set for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -251,7 +252,7 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         Offer::Nothing | Offer::Queued | Offer::Dropped => {}
     }
     if resume {
-        run(qp, false);
+        executor::run(qp, false, Budget::UntilDone);
     }
 }
 
@@ -307,6 +308,6 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
     drop(guard);
     after.run(qp, false);
     if resume {
-        run(qp, false);
+        executor::run(qp, false, Budget::UntilDone);
     }
 }

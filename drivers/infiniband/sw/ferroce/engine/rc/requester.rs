@@ -10,7 +10,7 @@
 use kernel::{
     net::netdev::NetDevice,
     prelude::*,
-    rdma::{access, Device, Qp, QpState, QpType},
+    rdma::{access, Device, Qp, QpState},
 };
 
 use crate::{
@@ -33,6 +33,8 @@ use crate::{
         memory::{Fault, Walk},
     },
 };
+
+use crate::engine::executor::Step;
 
 use super::{
     arm_ack_timer,
@@ -86,7 +88,7 @@ pub(super) fn parse_message<'a>(
 }
 
 /// What one turn of the executor needs, read under the lock.
-struct Turn {
+pub(crate) struct Turn {
     route: Route,
     dest_qpn: u32,
     mtu: u32,
@@ -101,73 +103,36 @@ struct Turn {
     wqe_len: usize,
 }
 
-/// What the executor does next, decided under the QP's lock.
-enum Next {
-    /// Nothing it may do now (the queue is empty or waits: window, RNR, fence, READ credits,
-    /// the oldest to complete; or the QP left RTS): it gives its token back.
-    Stop,
-    /// Something completed or was taken: what follows the lock runs, and it looks again.
-    Again,
-    /// Send this turn of the record (after the lock is let go).
-    Send(Turn, Rec),
-}
-
-/// Executes the send queue of a connected QP on the wire until it is empty, waits (window,
-/// RNR, fence, READ credits), or leaves RTS. The caller set `sending` (the executor's token);
-/// this gives it back, in one place, under the lock that decided there is nothing to do.
-pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool) {
-    let data = qp.data();
-    let uc = data.qp_type() == QpType::Uc;
-    let mut wqe = [0u8; SEND_WQE_MAX];
-    loop {
-        let mut after = After::default();
-        let mut guard = data.state.lock();
-        let (turn, rec) = match next_step(qp, &mut guard, uc, &mut wqe, &mut after) {
-            Next::Stop => {
-                guard.sending = false;
-                drop(guard);
-                after.run(qp, may_sleep);
-                return;
-            }
-            Next::Again => {
-                drop(guard);
-                after.run(qp, may_sleep);
-                continue;
-            }
-            Next::Send(turn, rec) => (turn, rec),
-        };
-        drop(guard);
-        let sent = send_turn(qp, &turn, &wqe[..turn.wqe_len], uc);
-        if sent.is_err() || uc {
-            turn_sent(qp, &turn, &rec, sent, uc, &mut after);
-            after.run(qp, may_sleep);
-        }
-        if may_sleep {
-            kernel::rdma::context::cond_resched();
-        }
+/// Sends the turn `turn` of the record `rec` (the executor read its WQE into `wqe`).
+pub(crate) fn send(
+    qp: &Qp<Ferroce>,
+    turn: &Turn,
+    rec: &Rec,
+    wqe: &[u8; SEND_WQE_MAX],
+    uc: bool,
+    after: &mut After,
+) {
+    let sent = send_turn(qp, turn, &wqe[..turn.wqe_len], uc);
+    if sent.is_err() || uc {
+        turn_sent(qp, turn, rec, sent, uc, after);
     }
 }
 
-/// Decides, under the lock, what the executor does next: takes the next WQE into a record if
-/// every record is sent, then plans the turn of the record at the send cursor.
-fn next_step(
+/// Decides, under the lock, what the executor does next for a QP on the wire (not in ERR or
+/// SQE): takes the next WQE into a record if every record is sent, then plans the turn of the
+/// record at the send cursor.
+pub(crate) fn next_step(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,
     uc: bool,
     wqe: &mut [u8; SEND_WQE_MAX],
     after: &mut After,
-) -> Next {
-    let state = st.attr.qp_state;
-    if matches!(state, QpState::Err | QpState::Sqe) {
-        // Whatever is left completes flushed.
-        let _ = st.flush_sq(qp, &mut after.notices);
-        return Next::Stop;
-    }
-    if !matches!(state, QpState::Rts | QpState::Sqd)
+) -> Step {
+    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd)
         || st.conn.rnr_hold
         || st.conn.tx.outstanding() >= WINDOW
     {
-        return Next::Stop;
+        return Step::Stop;
     }
     let wqe = &mut wqe[..(st.sq.wqe_size as usize).min(SEND_WQE_MAX)];
     if st.conn.tx.next() == st.conn.tx.count() {
@@ -187,14 +152,14 @@ fn take_wqe(
     uc: bool,
     wqe: &mut [u8],
     after: &mut After,
-) -> Option<Next> {
+) -> Option<Step> {
     let pending = st.sq.pending().unwrap_or(0) as usize;
     let count = st.conn.tx.count();
     if st.attr.qp_state == QpState::Sqd
         || pending <= count
         || st.sq.peek(count as u32, wqe).is_err()
     {
-        return Some(Next::Stop);
+        return Some(Step::Stop);
     }
     let head = wqe
         .first_chunk::<{ abi::SEND_WQE_HEADER }>()
@@ -203,9 +168,9 @@ fn take_wqe(
         head.filter(|w| matches!(w.opcode, wop::REG_MR | wop::LOCAL_INV | wop::BIND_MW))
     {
         return Some(if take_local(qp, st, &w, after) {
-            Next::Again
+            Step::Again
         } else {
-            Next::Stop
+            Step::Stop
         });
     }
     let mut rec = Rec::default();
@@ -226,7 +191,7 @@ fn take_wqe(
                     || (rec.waits_response() && waiting >= u32::from(st.attr.max_rd_atomic.max(1))))
             {
                 // Fenced, or out of READ/atomic credits: resumed by their completion.
-                return Some(Next::Stop);
+                return Some(Step::Stop);
             }
         }
         Err(status) => {
@@ -240,7 +205,7 @@ fn take_wqe(
         }
     }
     if !st.conn.tx.push(rec) {
-        return Some(Next::Stop);
+        return Some(Step::Stop);
     }
     None
 }
@@ -254,7 +219,7 @@ fn plan_next_turn(
     uc: bool,
     wqe: &mut [u8],
     after: &mut After,
-) -> Next {
+) -> Step {
     let i = st.conn.tx.next();
     let rec = st.conn.tx.rec(i);
     if rec.local && rec.failed == 0 {
@@ -266,27 +231,27 @@ fn plan_next_turn(
             // Executed when it was taken; sending again from before it passes it by.
             st.conn.tx.pass_one();
         }
-        return Next::Again;
+        return Step::Again;
     }
     if rec.failed != 0 {
         if i == 0 {
             complete_front(qp, st, rec.failed, after);
-            return Next::Again;
+            return Step::Again;
         }
         // It fails once what was sent before it has completed.
-        return Next::Stop;
+        return Step::Stop;
     }
     let Some(av) = st.attr.av else {
-        return Next::Stop;
+        return Step::Stop;
     };
     if st.sq.peek(i as u32, wqe).is_err() {
-        return Next::Stop;
+        return Step::Stop;
     }
     let rec = st.conn.tx.start(i);
     if rec.op == wop::RDMA_READ && st.conn.tx.off() > rec.done {
         // The next request of a long READ waits until the one before is answered (each
         // counts against the responder's READ credits).
-        return Next::Stop;
+        return Step::Stop;
     }
     let room = if rec.op == wop::RDMA_READ {
         st.conn.tx.read_room()
@@ -295,7 +260,7 @@ fn plan_next_turn(
     };
     if room == 0 {
         // Resumed by the acknowledgement that opens the window.
-        return Next::Stop;
+        return Step::Stop;
     }
     let mtu = mtu_of(st);
     let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
@@ -316,7 +281,7 @@ fn plan_next_turn(
     if !uc && st.conn.timer == TimerUse::Idle {
         arm_ack_timer(qp, st);
     }
-    Next::Send(turn, rec)
+    Step::Send(turn, rec)
 }
 
 /// After a turn that failed (the sender's memory went away under the copy: the WQE fails
