@@ -670,6 +670,7 @@ pub(crate) fn admit(
                 smp_mb();
                 if rq.pending().map_err(|_| Refusal::RemoteOperational)? == 0 {
                     st.rnr_waiter = Some(from);
+                    return Err(Refusal::NoReceiveWqe);
                 }
             }
         }

@@ -74,7 +74,12 @@ pub(crate) fn check_rkey(
     len: u32,
 ) -> Result<(), Refusal> {
     if len > limits::MAX_MSG_SZ {
-        return Err(Refusal::InvalidRequest);
+        // A WRITE longer than any message is an invalid request; a READ's length is checked
+        // with its range (a remote access error), as rxe's rkey check does.
+        return Err(match op {
+            Remote::Read => Refusal::RemoteAccess,
+            _ => Refusal::InvalidRequest,
+        });
     }
     if len > 0 && find_remote(qp, rkey, va, len as usize, op.access()).is_none() {
         return Err(Refusal::RemoteAccess);
