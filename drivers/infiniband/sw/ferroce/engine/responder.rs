@@ -64,7 +64,7 @@ pub(crate) fn check_qp_allows(
 }
 
 /// C9-88 and 9.7.4.1.5: the rkey opens `len` bytes at `va` of `qp`'s memory to `op` (an MR of
-/// its PD, or a window bound to it); a message longer than any may be is an invalid request.
+/// its PD, or a window bound to it), within the longest message (see below).
 /// An empty range needs no key.
 pub(crate) fn check_rkey(
     qp: &Qp<Ferroce>,
