@@ -30,7 +30,7 @@ use crate::{
         },
         grh,
         refusal::Refusal,
-        wqe::{self, Service},
+        wqe::{self, Message, Service},
     },
     verbs::{
         ah,
@@ -156,7 +156,6 @@ fn run(
     wqe: &[u8],
     byte_len: &mut u32,
 ) -> Result<(), Stop> {
-    let fail = |s| Err(Stop::Status(s));
     if req.qp_type != QpType::Gsi {
         if let Some(r) = local_op(qp, w) {
             return r.map_err(Stop::Status);
@@ -171,9 +170,6 @@ fn run(
     // what the QP was granted: the requester's own checks.
     let m = wqe::message(wqe, service, req.cap.max_inline_data, req.cap.max_send_sge)
         .map_err(Stop::Status)?;
-    let (sges, inline_bytes, len) = (m.sges, m.inline, u64::from(m.len));
-    let len32 = len as u32;
-    let dev = qp.device();
     // The requester checks its own memory before anything goes out: local data to send, or
     // local room for what a READ or an atomic brings back.
     let need_local = if m.writes_locally() {
@@ -181,82 +177,91 @@ fn run(
     } else {
         0
     };
-    if Walk::new(dev, qp.pd_id(), need_local, sges)
+    if Walk::new(qp.device(), qp.pd_id(), need_local, m.sges)
         .check_all()
         .is_err()
     {
-        return fail(wc_status::LOC_PROT_ERR);
+        return Err(Stop::Status(wc_status::LOC_PROT_ERR));
     }
-    let src = || match inline_bytes {
-        Some(b) => Source::Bytes(b),
-        None => Source::Walk(Walk::new(dev, qp.pd_id(), 0, sges)),
-    };
     if let Some(ud) = ud {
-        *byte_len = len32;
-        return datagram(qp, req, w, ud, src(), len32);
+        *byte_len = m.len;
+        return datagram(qp, req, w, ud, source(qp, &m), m.len);
     }
     if !req.peer_local {
-        // Another host: connected QPs go through the wire engine (rc.rs), never here.
-        return fail(wc_status::GENERAL_ERR);
+        // Another host: connected QPs go through the wire engine (rc), never here.
+        return Err(Stop::Status(wc_status::GENERAL_ERR));
     }
-    let Some(dest) = dev
+    let Some(dest) = qp
+        .device()
         .qp(req.dest_qpn)
         .filter(|d| Some(d.data().serial) == req.peer_serial)
     else {
         return refuse(req, qp, Refusal::Dropped);
     };
-    *byte_len = len32;
+    *byte_len = m.len;
     match w.opcode {
-        op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV => {
-            let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
-            let inv = (w.opcode == op::SEND_WITH_INV).then_some(w.imm_data);
-            deliver(req, &dest, w, 0, imm, inv, len32, |dst| {
-                place(
-                    dst.ok_or(Fault::Length)?,
-                    &mut src(),
-                    len as usize,
-                    req.may_sleep,
-                )
-            })
-        }
-        op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {
-            let imm = (w.opcode == op::RDMA_WRITE_WITH_IMM).then_some(w.imm_data);
-            let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
-                return fail(wc_status::LOC_QP_OP_ERR);
-            };
-            let remote = one_sge(remote_addr, len, rkey);
-            if imm.is_some() {
-                // The rkey is checked before a receive WQE is taken for the immediate: a
-                // write the responder refuses consumes none.
-                admit_remote(req, &dest, access::REMOTE_WRITE, false)?;
-                if let Err(why) =
-                    responder::check_rkey(&dest, Remote::Write, remote_addr, rkey, len32)
-                {
-                    return refuse(req, &dest, why);
-                }
-            }
-            deliver(
-                req,
-                &dest,
-                w,
-                access::REMOTE_WRITE,
-                imm,
-                None,
-                len32,
-                |_| {
-                    let mut to = Walk::remote(&dest, access::REMOTE_WRITE, &remote);
-                    place(&mut to, &mut src(), len as usize, req.may_sleep).map_err(|f| match f {
-                        // Out of the remote range, not short of receive buffers.
-                        Fault::Length => Fault::Dest,
-                        f => f,
-                    })
-                },
-            )
-        }
-        op::RDMA_READ => read(qp, req, &dest, w, sges, len),
+        op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV => send_to(qp, req, &dest, &m),
+        op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => write_to(qp, req, &dest, &m),
+        op::RDMA_READ => read(qp, req, &dest, w, m.sges, u64::from(m.len)),
         op::ATOMIC_WRITE => atomic_write(req, &dest, w),
-        _ => atomic(qp, req, &dest, w, sges),
+        _ => atomic(qp, req, &dest, w, m.sges),
     }
+}
+
+/// Where a message's bytes come from: its inline bytes, or a walk along its SGEs.
+fn source<'a>(qp: &'a Qp<Ferroce>, m: &Message<'a>) -> Source<'a, 'a> {
+    match m.inline {
+        Some(b) => Source::Bytes(b),
+        None => Source::Walk(Walk::new(qp.device(), qp.pd_id(), 0, m.sges)),
+    }
+}
+
+/// A SEND into the destination's next receive WQE.
+fn send_to(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    m: &Message<'_>,
+) -> Result<(), Stop> {
+    let w = &m.w;
+    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
+    let inv = (w.opcode == op::SEND_WITH_INV).then_some(w.imm_data);
+    deliver(req, dest, w, 0, imm, inv, m.len, |dst| {
+        let dst = dst.ok_or(Fault::Length)?;
+        place(dst, &mut source(qp, m), m.len as usize, req.may_sleep)
+    })
+}
+
+/// An RDMA WRITE into the range its rkey opens (and, with immediate data, the destination's
+/// next receive WQE).
+fn write_to(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    dest: &Qp<Ferroce>,
+    m: &Message<'_>,
+) -> Result<(), Stop> {
+    let w = &m.w;
+    let imm = (w.opcode == op::RDMA_WRITE_WITH_IMM).then_some(w.imm_data);
+    let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
+        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+    };
+    if imm.is_some() {
+        // The rkey is checked before a receive WQE is taken for the immediate: a write the
+        // responder refuses consumes none.
+        admit_remote(req, dest, access::REMOTE_WRITE, false)?;
+        if let Err(why) = responder::check_rkey(dest, Remote::Write, remote_addr, rkey, m.len) {
+            return refuse(req, dest, why);
+        }
+    }
+    let remote = one_sge(remote_addr, m.len.into(), rkey);
+    deliver(req, dest, w, access::REMOTE_WRITE, imm, None, m.len, |_| {
+        let mut to = Walk::remote(dest, access::REMOTE_WRITE, &remote);
+        place(&mut to, &mut source(qp, m), m.len as usize, req.may_sleep).map_err(|f| match f {
+            // Out of the remote range, not short of receive buffers.
+            Fault::Length => Fault::Dest,
+            f => f,
+        })
+    })
 }
 
 /// A local operation (REG_MR, LOCAL_INV) of `qp`'s send queue, executed where the queue
@@ -339,16 +344,7 @@ fn deliver(
     if placed.is_ok() && !bad_inv {
         responder::count_received(dest, len);
     }
-    // What each side learns: the table of refusals (IBTA 9.9, as rxe reports it).
-    let refused = match placed {
-        Ok(()) if bad_inv => Some(Refusal::BadInvalidate),
-        Ok(()) => None,
-        Err(Fault::Length) => Some(Refusal::ReceiveTooShort),
-        Err(Fault::Dest) if is_send => Some(Refusal::ReceiveUnusable),
-        // A remote range the rkey does not open to this access.
-        Err(Fault::Dest) => Some(Refusal::RemoteAccess),
-        Err(Fault::Source) => Some(Refusal::SourceGone),
-    };
+    let refused = refusal_of(placed, bad_inv, is_send);
     let rc = req.qp_type == QpType::Rc;
     // RC puts the responder in error where it would NAK; UC drops the message and goes on.
     let fail_dest = rc && refused.is_some_and(Refusal::breaks_responder);
@@ -378,9 +374,29 @@ fn deliver(
     } else if fail_dest {
         qp::fail(dest, req.may_sleep);
     }
+    requester_outcome(refused, rc)
+}
+
+/// Why a delivery was refused, if it was (`placed`: the copy's result; `bad_inv`: a
+/// SEND_WITH_INV that named no MR the responder may invalidate): what each side learns is the
+/// table of refusals (IBTA 9.9, as rxe reports it).
+fn refusal_of(placed: Result<(), Fault>, bad_inv: bool, is_send: bool) -> Option<Refusal> {
+    match placed {
+        Ok(()) if bad_inv => Some(Refusal::BadInvalidate),
+        Ok(()) => None,
+        Err(Fault::Length) => Some(Refusal::ReceiveTooShort),
+        Err(Fault::Dest) if is_send => Some(Refusal::ReceiveUnusable),
+        // A remote range the rkey does not open to this access.
+        Err(Fault::Dest) => Some(Refusal::RemoteAccess),
+        Err(Fault::Source) => Some(Refusal::SourceGone),
+    }
+}
+
+/// What the requester's WQE completes with after a delivery: RC learns a refusal, UC and UD
+/// do not; the requester's own memory going away fails it whatever the transport.
+fn requester_outcome(refused: Option<Refusal>, rc: bool) -> Result<(), Stop> {
     match refused {
         None => Ok(()),
-        // The requester's own memory went away: its WQE fails, whatever the transport.
         Some(Refusal::SourceGone) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
         Some(why) if rc => Err(Stop::Status(
             why.requester_status().unwrap_or(wc_status::REM_OP_ERR),

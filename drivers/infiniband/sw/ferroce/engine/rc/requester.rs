@@ -248,6 +248,8 @@ fn plan_next_turn(
         return Step::Stop;
     }
     let rec = st.conn.tx.start(i);
+    let mtu = mtu_of(st);
+    st.conn.tx.resume_read(mtu);
     if rec.op == wop::RDMA_READ && st.conn.tx.off() > rec.done {
         // The next request of a long READ waits until the one before is answered (each
         // counts against the responder's READ credits).
@@ -262,7 +264,6 @@ fn plan_next_turn(
         // Resumed by the acknowledgement that opens the window.
         return Step::Stop;
     }
-    let mtu = mtu_of(st);
     let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
     let turn = Turn {
         route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),

@@ -371,6 +371,29 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         r
     }
 
+    /// Resumes the READ at the send cursor from its first byte not placed, if the cursor is
+    /// at its start but some of its answer is placed: going back to a record before it passes
+    /// through it again, and it is asked for again from there, as [`Self::go_back`] asks for
+    /// the record it lands in. (A responder that served the rest of it again from a later
+    /// byte, as rxe does, drops a request for bytes before that: the READ would never be
+    /// answered.) The PSNs of the bytes placed are passed over.
+    pub(crate) fn resume_read(&mut self, mtu: u32) {
+        let r = self.rec(self.next);
+        // (One answered whole is asked for again whole: its answers are duplicates then.)
+        if self.next < self.count
+            && r.op == wop::RDMA_READ
+            && r.started
+            && self.off == 0
+            && r.done < r.len
+        {
+            let done = r.done - r.done % mtu.max(1);
+            if done > 0 {
+                self.off = done;
+                self.psn = psn::add(r.first_psn, done / mtu.max(1));
+            }
+        }
+    }
+
     /// The turn `plan` of record `next` is under way: its PSNs are taken before a packet goes
     /// (the peer's answer may come, in softirq on this CPU, before the transmission returns).
     pub(crate) fn take_turn(&mut self, plan: &Plan) {

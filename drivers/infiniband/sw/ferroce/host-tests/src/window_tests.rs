@@ -46,6 +46,7 @@ fn send_on(w: &mut Window<Vec<Rec>>, budget: u32) -> Vec<Plan> {
     while w.next() < w.count() {
         let i = w.next();
         let r = w.start(i);
+        w.resume_read(MTU);
         let plan = plan_turn(&r, w.off(), MTU, budget);
         w.take_turn(&plan);
         turns.push(plan);
@@ -310,4 +311,56 @@ fn una_only_moves_on_where_asked() {
     send(&mut w, rec(wop::RDMA_READ, MTU), 32);
     send(&mut w, rec(wop::ATOMIC_FETCH_AND_ADD, 8), 32);
     assert_eq!(w.waiting_responses(), 2);
+}
+
+#[test]
+fn a_read_passed_through_again_resumes_where_its_answer_stopped() {
+    let mut w = window(8, 100);
+    send(&mut w, rec(wop::RDMA_WRITE, 2 * MTU), 32);
+    send(&mut w, rec(wop::RDMA_READ, 6 * MTU), 32);
+    send(&mut w, rec(wop::RDMA_READ, 3 * MTU), 32);
+    assert_eq!(w.psn(), 111);
+    // The first READ has 2.5 MTUs of its answer, the second none; the WRITE's second packet
+    // was lost.
+    let mut r = w.rec(1);
+    r.done = 2 * MTU + 512;
+    w.set_rec(1, r);
+    w.go_back(101, MTU);
+    let first = w.start(0);
+    let p = plan_turn(&first, w.off(), MTU, 32);
+    w.take_turn(&p);
+    // At the first READ: from byte 2 * MTU, at its third PSN, for the rest.
+    let read = w.start(1);
+    w.resume_read(MTU);
+    assert_eq!(
+        (w.next(), w.off(), w.psn()),
+        (1, 2 * MTU, read.first_psn + 2)
+    );
+    let p = plan_turn(&read, w.off(), MTU, 32);
+    assert_eq!((p.advance, p.whole), (4, true));
+    w.take_turn(&p);
+    // The second READ, nothing placed: whole, from its first PSN.
+    let second = w.start(2);
+    w.resume_read(MTU);
+    assert_eq!((w.next(), w.off(), w.psn()), (2, 0, second.first_psn));
+    // A READ whose answer is all in but its last bytes resumes at the last packet.
+    let mut r = w.rec(2);
+    r.done = 3 * MTU - 1;
+    w.set_rec(2, r);
+    w.resume_read(MTU);
+    assert_eq!((w.off(), w.psn()), (2 * MTU, second.first_psn + 2));
+    // One answered whole is asked for whole again.
+    let mut w = window(4, 0);
+    send(&mut w, rec(wop::RDMA_WRITE, MTU), 32);
+    send(&mut w, rec(wop::RDMA_READ, 2 * MTU), 32);
+    let mut r = w.rec(1);
+    r.done = 2 * MTU;
+    w.set_rec(1, r);
+    w.go_back(0, MTU);
+    let first = w.start(0);
+    let p = plan_turn(&first, w.off(), MTU, 32);
+    w.take_turn(&p);
+    w.start(1);
+    w.resume_read(MTU);
+    assert_eq!((w.off(), w.psn()), (0, 1));
 }
