@@ -17,7 +17,7 @@ use kernel::{
     rdma::{access, Network, Qp, QpCap, QpToken, QpType},
 };
 
-use crate::verbs::memory::{one_sge, place, Fault, Source, Walk};
+use crate::verbs::memory::{self, one_sge, place, Fault, Source, Walk};
 use crate::{
     engine::{
         qp::{self, RECV_WQE_MAX},
@@ -170,19 +170,7 @@ fn run(
     // what the QP was granted: the requester's own checks.
     let m = wqe::message(wqe, service, req.cap.max_inline_data, req.cap.max_send_sge)
         .map_err(Stop::Status)?;
-    // The requester checks its own memory before anything goes out: local data to send, or
-    // local room for what a READ or an atomic brings back.
-    let need_local = if m.writes_locally() {
-        access::LOCAL_WRITE
-    } else {
-        0
-    };
-    if Walk::new(qp.device(), qp.pd_id(), need_local, m.sges)
-        .check_all()
-        .is_err()
-    {
-        return Err(Stop::Status(wc_status::LOC_PROT_ERR));
-    }
+    memory::check_local_sges(qp, &m).map_err(Stop::Status)?;
     if let Some(ud) = ud {
         *byte_len = m.len;
         return datagram(qp, req, w, ud, source(qp, &m), m.len);

@@ -11,7 +11,10 @@ use kernel::{
 };
 
 use crate::{
-    protocol::abi::{self, RingSge},
+    protocol::{
+        abi::{self, RingSge},
+        wqe::Message,
+    },
     verbs::{device::Ferroce, mr},
 };
 
@@ -282,4 +285,18 @@ pub(crate) fn place(
 /// One SGE over a remote range (or a local one), as a walk reads it.
 pub(crate) fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
     abi::sge_bytes(addr, len as u32, key)
+}
+
+/// The requester's own check of a message's SGEs before anything goes out (IBTA 10.8.3): each
+/// names memory of `qp`'s PD its lkey opens, for local writes too if the message brings data
+/// back (a READ, an atomic). `Err` is the completion status, `LOC_PROT_ERR`.
+pub(crate) fn check_local_sges(qp: &Qp<Ferroce>, m: &Message<'_>) -> Result<(), u32> {
+    let need = if m.writes_locally() {
+        access::LOCAL_WRITE
+    } else {
+        0
+    };
+    Walk::new(qp.device(), qp.pd_id(), need, m.sges)
+        .check_all()
+        .map_err(|()| abi::wc_status::LOC_PROT_ERR)
 }

@@ -10,7 +10,7 @@
 use kernel::{
     net::netdev::NetDevice,
     prelude::*,
-    rdma::{access, Device, Qp, QpState},
+    rdma::{Device, Qp, QpState},
 };
 
 use crate::{
@@ -30,7 +30,7 @@ use crate::{
     },
     verbs::{
         device::Ferroce,
-        memory::{Fault, Walk},
+        memory::{self, Fault, Walk},
     },
 };
 
@@ -57,17 +57,7 @@ fn message<'a>(
     wqe: &'a [u8],
 ) -> Result<Message<'a>, u32> {
     let m = parse_message(cap, uc, wqe)?;
-    let need_local = if m.writes_locally() {
-        access::LOCAL_WRITE
-    } else {
-        0
-    };
-    if Walk::new(qp.device(), qp.pd_id(), need_local, m.sges)
-        .check_all()
-        .is_err()
-    {
-        return Err(wc_status::LOC_PROT_ERR);
-    }
+    memory::check_local_sges(qp, &m)?;
     Ok(m)
 }
 
