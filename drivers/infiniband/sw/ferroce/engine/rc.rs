@@ -11,7 +11,9 @@
 //! - [`responder`] (softirq): the requests of the peer, in PSN order.
 //! - Here: the QP's wire state ([`Conn`]), the packet dispatch ([`receive`]) and the QP's timer
 //!   (`kernel::rdma::timer`), for the acknowledgement timeout or the RNR wait; progress is seen
-//!   by the oldest unacknowledged PSN moving on.
+//!   by the oldest unacknowledged PSN moving on, or by responses bringing something new (a
+//!   slow responder still serving READs is not timed out, as rxe's completer restarts its
+//!   timer on each response).
 
 use kernel::{
     alloc::KVec,
@@ -62,6 +64,9 @@ pub(crate) struct Conn {
     rnr_retries: u8,
     timer: TimerUse,
     una_at_arm: u32,
+    /// The requester's count of responses that brought something new when the timer was
+    /// armed (as `una_at_arm`: either moving is progress).
+    heard_at_arm: u32,
     /// Waiting out an RNR NAK.
     rnr_hold: bool,
     // Responder.
@@ -99,6 +104,7 @@ impl Conn {
             rnr_retries: 0,
             timer: TimerUse::Idle,
             una_at_arm: 0,
+            heard_at_arm: 0,
             rnr_hold: false,
             epsn: 0,
             msn: 0,
@@ -179,6 +185,7 @@ fn arm_ack_timer(qp: &Qp<Ferroce>, st: &mut QpShared) {
     if let Some(ns) = transport::ack_timeout_ns(st.attr.timeout) {
         st.conn.timer = TimerUse::Ack;
         st.conn.una_at_arm = st.conn.tx.una();
+        st.conn.heard_at_arm = st.conn.tx.heard();
         let ns = ns << st.conn.tx.backoff().min(MAX_BACKOFF);
         qp.arm_timer((ns / 1000).min(u64::from(u32::MAX)) as u32);
     }
@@ -223,9 +230,10 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         resume = !st.sending
             && st.attr.qp_state == QpState::Rts
             && !st.conn.rnr_hold
-            && st.conn.tx.outstanding() < WINDOW
-            && (st.conn.tx.next() < st.conn.tx.count()
-                || st.sq.pending().unwrap_or(0) as usize > st.conn.tx.count());
+            && (st.conn.tx.repair_due()
+                || st.conn.tx.outstanding() < WINDOW
+                    && (st.conn.tx.next() < st.conn.tx.count()
+                        || st.sq.pending().unwrap_or(0) as usize > st.conn.tx.count()));
         if resume {
             st.sending = true;
         }
@@ -280,7 +288,9 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
         TimerUse::Ack => {
             if st.conn.tx.outstanding() == 0 && st.conn.tx.count() == 0 {
                 st.conn.timer = TimerUse::Idle;
-            } else if st.conn.tx.una() != st.conn.una_at_arm {
+            } else if st.conn.tx.una() != st.conn.una_at_arm
+                || st.conn.tx.heard() != st.conn.heard_at_arm
+            {
                 st.conn.tx.progressed();
                 arm_ack_timer(qp, st);
             } else if st.attr.qp_state == QpState::Rts || st.attr.qp_state == QpState::Sqd {

@@ -323,6 +323,50 @@ impl ReplyQueue {
         self.len = kept;
     }
 
+    /// A duplicate READ at `from` asks again for `len` bytes, a part of what is left of a READ
+    /// (a requester asking for a gap alone): the READ responses queued for those PSNs go, so
+    /// that asking for overlapping parts does not queue the same packets many times over. A
+    /// queued part that reaches past both ends of it stays whole.
+    pub(crate) fn cut_reads_in(&mut self, from: u32, len: u32, mtu: u32) {
+        let mtu = mtu.max(1);
+        let n = len.div_ceil(mtu).max(1);
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(&q) = self.at(i) else { break };
+            let q = match q {
+                Queued::Read(mut r) => {
+                    // Where the queued part starts and ends, from `from` on.
+                    let start = psn::diff(r.psn, from);
+                    let end = start.saturating_add(r.pkts as i32);
+                    let n = n as i32;
+                    if start >= 0 && end <= n {
+                        continue;
+                    }
+                    if (0..n).contains(&start) {
+                        // Starts inside: it goes on after it.
+                        let d = (n - start) as u32;
+                        let bytes = d.saturating_mul(mtu).min(r.left);
+                        r.psn = psn::add(r.psn, d);
+                        r.va = r.va.wrapping_add(bytes.into());
+                        r.left -= bytes;
+                        r.pkts -= d;
+                        r.mid = true;
+                    } else if start < 0 && end > 0 && end <= n {
+                        // Ends inside: it stops before it.
+                        r.pkts = (-start) as u32;
+                    }
+                    Queued::Read(r)
+                }
+                other => other,
+            };
+            if let Some(slot) = self.at_mut(kept) {
+                *slot = q;
+            }
+            kept += 1;
+        }
+        self.len = kept;
+    }
+
     /// Takes the next packets to send, at most `budget` of them (`budget` > 0): a part of the
     /// READ response in front, or the reply in front; and how many packets that is.
     fn take(&mut self, budget: u32, mtu: u32) -> Option<(Queued, u32)> {

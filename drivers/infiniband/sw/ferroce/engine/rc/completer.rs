@@ -27,7 +27,12 @@ use crate::{
     },
 };
 
-use super::{mtu_of, requester::parse_message, window::read_chunk_end, TimerUse};
+use super::{
+    mtu_of,
+    requester::parse_message,
+    window::{ReadPacket, Rec},
+    TimerUse,
+};
 
 /// Completes the oldest record with `status` (its WQE leaves the ring); an error puts an RC QP
 /// in error, a UC QP's send queue in SQE.
@@ -104,10 +109,11 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, implicit_nak: bool, aft
         }
         if r.waits_response() && !r.answered {
             st.conn.tx.set_una(r.first_psn);
-            // Acknowledged past a READ or an atomic whose response did not come: it was lost
-            // (unless it is already being asked for again).
+            // Acknowledged past a READ or an atomic whose response did not come: it was lost.
+            // A READ's missing bytes are asked for again beside what goes on; an atomic goes
+            // back (unless it is already being asked for again).
             let resume_at = psn::add(r.first_psn, r.done / mtu);
-            if implicit_nak && !st.conn.tx.is_stale(resume_at) {
+            if implicit_nak && !st.conn.tx.answer_lost(0) && !st.conn.tx.is_stale(resume_at) {
                 go_back(qp, st, resume_at);
             }
             return;
@@ -242,8 +248,10 @@ fn answer_single(
     let Some(i) = single_at(st, bpsn, orig.is_none()) else {
         return;
     };
+    st.conn.tx.note_response(bpsn, true, mtu_of(st));
     let mut r = st.conn.tx.rec(i);
     if !r.answered {
+        st.conn.tx.answer_heard();
         if let Some(orig) = orig {
             if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
                 r.failed = wc_status::LOC_PROT_ERR;
@@ -281,71 +289,82 @@ fn place_local(
     memory::place(&mut walk, &mut Source::Bytes(bytes), bytes.len(), false)
 }
 
-/// A READ response packet: placed in order into the oldest READ's local memory.
+/// A READ response packet: its bytes placed at their offset in the READ's local memory, in
+/// order or not (a responder answers in order, so a packet past one missing is evidence that
+/// one was lost, and at [`super::window::REORDER`] of them the missing bytes are asked for
+/// again, [`super::requester::next_step`]).
 fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mut After) {
     let bpsn = p.hdr.bth.psn;
     let mtu = mtu_of(st);
-    // Records up to the one being sent: a long READ is that one until its last request.
+    let n = p.payload.len() as u32;
+    let ends = p.layout.last;
     let Some(i) = st.conn.tx.find(st.conn.tx.count(), |r| {
         r.op == wop::RDMA_READ && r.contains(bpsn)
     }) else {
         return;
     };
-    let r = st.conn.tx.rec(i);
-    let expected = psn::add(r.first_psn, r.done / mtu);
-    if bpsn != expected {
-        // Out of order: a response before it was lost (ask again from the first byte missing,
-        // once per round), or this one is a duplicate (dropped).
-        if psn::diff(bpsn, expected) > 0 && !st.conn.tx.is_stale(expected) {
-            qp.device().data().counters.add(Stat::SeqErrors, 1);
-            go_back(qp, st, expected);
-        }
+    let Rec {
+        first_psn, failed, ..
+    } = st.conn.tx.rec(i);
+    if failed != 0 {
+        // Failed already (it completes so in its turn): nothing more is placed.
         return;
     }
+    let counters = &qp.device().data().counters;
+    let off = match st.conn.tx.classify_read(i, bpsn, n, mtu) {
+        ReadPacket::Place { off } => off,
+        ReadPacket::Duplicate => return,
+        ReadPacket::Beyond => {
+            counters.add(Stat::SeqErrors, 1);
+            let k = psn::diff(bpsn, first_psn).max(0) as u32;
+            st.conn.tx.read_beyond(i, k.saturating_mul(mtu), mtu);
+            st.conn.tx.note_response(bpsn, ends, mtu);
+            return;
+        }
+        ReadPacket::BadSize => {
+            // A response of the wrong size: the READ fails in its turn.
+            fail_read(qp, st, i, wc_status::REM_INV_REQ_ERR, after);
+            return;
+        }
+    };
     if i > 0 {
         // The messages before the READ are done, up to the first READ or atomic still waiting
         // (whose answer this one overtook).
-        ack_upto(qp, st, psn::add(r.first_psn, psn::MASK), false, after);
+        ack_upto(qp, st, psn::add(first_psn, psn::MASK), false, after);
     }
     let Some(i) = st.conn.tx.find(st.conn.tx.count(), |j| {
-        j.first_psn == r.first_psn && j.op == wop::RDMA_READ
+        j.first_psn == first_psn && j.op == wop::RDMA_READ
     }) else {
         return;
     };
-    let lay = p.layout;
-    let n = p.payload.len() as u32;
-    // Each request of the READ ends at its chunk's end (see `read_chunk_end`).
-    let room = read_chunk_end(r.done, r.len, mtu) - r.done;
-    let sized = if lay.last {
-        n == room
-    } else {
-        n == mtu && n < room
-    };
-    let mut r = st.conn.tx.rec(i);
-    if !sized || place_local(qp, st, i, r.done, p.payload).is_err() {
-        // A response of the wrong size, or local memory gone: the READ fails in its turn.
-        r.failed = if sized {
-            wc_status::LOC_PROT_ERR
-        } else {
-            wc_status::REM_INV_REQ_ERR
-        };
-        r.answered = true;
-        st.conn.tx.set_rec(i, r);
-        drain_answered(qp, st, after);
+    if place_local(qp, st, i, off, p.payload).is_err() {
+        // Local memory gone: the READ fails in its turn.
+        fail_read(qp, st, i, wc_status::LOC_PROT_ERR, after);
         return;
     }
-    r.done += n;
-    r.answered = r.done >= r.len;
-    st.conn.tx.set_rec(i, r);
-    if i == 0 {
-        st.conn.tx.set_una(psn::add(bpsn, 1));
+    if psn::add(first_psn, st.conn.tx.rec(i).done / mtu) != bpsn {
+        counters.add(Stat::SeqErrors, 1);
+    }
+    st.conn.tx.read_placed(i, off, mtu);
+    st.conn.tx.note_response(bpsn, ends, mtu);
+    let r = st.conn.tx.rec(i);
+    if i == 0 && !r.answered {
+        st.conn.tx.set_una(psn::add(r.first_psn, r.done / mtu));
     }
     st.conn.retries = st.attr.retry_cnt;
-    let counters = &qp.device().data().counters;
     if r.answered {
         counters.add(Stat::RcvdMsgs, 1);
         counters.add(Stat::RcvdBytes, r.len.into());
         drain_answered(qp, st, after);
     }
     progress(qp, st);
+}
+
+/// The READ of record `i` fails with `status` once it is the oldest.
+fn fail_read(qp: &Qp<Ferroce>, st: &mut QpShared, i: usize, status: u32, after: &mut After) {
+    let mut r = st.conn.tx.rec(i);
+    r.failed = status;
+    r.answered = true;
+    st.conn.tx.set_rec(i, r);
+    drain_answered(qp, st, after);
 }

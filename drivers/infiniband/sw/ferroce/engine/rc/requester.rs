@@ -31,6 +31,7 @@ use crate::{
     verbs::{
         device::Ferroce,
         memory::{self, Fault, Walk},
+        stats::Stat,
     },
 };
 
@@ -40,7 +41,7 @@ use super::{
     arm_ack_timer,
     completer::{complete_front, drain_answered},
     mtu_of,
-    window::{is_single, plan_turn, read_chunk_end, Rec, ACK_EVERY, BURST, WINDOW},
+    window::{is_single, plan_turn, Rec, ACK_EVERY, BURST, WINDOW},
     TimerUse,
 };
 
@@ -84,6 +85,8 @@ pub(crate) struct Turn {
     mtu: u32,
     psn: u32,
     off: u32,
+    /// Where a READ request of the turn ends (its chunk's end, or a repair's).
+    read_end: u32,
     gen: u32,
     resets: u32,
     rc: bool,
@@ -118,19 +121,50 @@ pub(crate) fn next_step(
     wqe: &mut [u8; SEND_WQE_MAX],
     after: &mut After,
 ) -> Step {
-    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd)
-        || st.conn.rnr_hold
-        || st.conn.tx.outstanding() >= WINDOW
-    {
+    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) || st.conn.rnr_hold {
         return Step::Stop;
     }
     let wqe = &mut wqe[..(st.sq.wqe_size as usize).min(SEND_WQE_MAX)];
+    if let Some(step) = repair(qp, st, uc, wqe) {
+        return step;
+    }
+    if st.conn.tx.outstanding() >= WINDOW {
+        return Step::Stop;
+    }
     if st.conn.tx.next() == st.conn.tx.count() {
         if let Some(next) = take_wqe(qp, st, uc, wqe, after) {
             return next;
         }
     }
     plan_next_turn(qp, st, uc, wqe, after)
+}
+
+/// Asks again for the bytes a READ misses, if that is due (beside the send cursor, which goes
+/// on where it was; see [`super::window::Window::take_repair`]).
+fn repair(qp: &Qp<Ferroce>, st: &mut QpShared, uc: bool, wqe: &mut [u8]) -> Option<Step> {
+    let mtu = mtu_of(st);
+    let ask = st.conn.tx.take_repair(mtu)?;
+    let av = st.attr.av?;
+    st.sq.peek(ask.index as u32, wqe).ok()?;
+    qp.device().data().counters.add(Stat::Retransmits, 1);
+    let turn = Turn {
+        route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
+        dest_qpn: st.attr.dest_qp_num,
+        mtu,
+        psn: ask.psn,
+        off: ask.off,
+        read_end: ask.end,
+        gen: st.conn.tx.gen(),
+        resets: st.resets,
+        rc: !uc,
+        budget: 1,
+        cap: st.attr.cap,
+        wqe_len: wqe.len(),
+    };
+    if st.conn.timer == TimerUse::Idle {
+        arm_ack_timer(qp, st);
+    }
+    Some(Step::Send(turn, ask.rec))
 }
 
 /// Takes the next WQE of the send queue, if there is one and it may start now: a local
@@ -237,6 +271,12 @@ fn plan_next_turn(
     if st.sq.peek(i as u32, wqe).is_err() {
         return Step::Stop;
     }
+    if st.conn.tx.pass_answered() {
+        // Going back passes a READ or an atomic answered already: not asked again (it
+        // completes in its turn).
+        drain_answered(qp, st, after);
+        return Step::Again;
+    }
     let rec = st.conn.tx.start(i);
     let mtu = mtu_of(st);
     st.conn.tx.resume_read(mtu);
@@ -255,12 +295,13 @@ fn plan_next_turn(
         return Step::Stop;
     }
     let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
-    let turn = Turn {
+    let mut turn = Turn {
         route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
         dest_qpn: st.attr.dest_qp_num,
         mtu,
         psn: st.conn.tx.psn(),
         off: st.conn.tx.off(),
+        read_end: 0,
         gen: st.conn.tx.gen(),
         resets: st.resets,
         rc: !uc,
@@ -268,7 +309,7 @@ fn plan_next_turn(
         cap: st.attr.cap,
         wqe_len: wqe.len(),
     };
-    st.conn.tx.take_turn(&plan);
+    turn.read_end = st.conn.tx.take_turn(&plan, mtu);
     if !uc && st.conn.timer == TimerUse::Idle {
         arm_ack_timer(qp, st);
     }
@@ -393,8 +434,8 @@ impl Tx<'_> {
     }
 }
 
-/// A request a response answers, in one packet: a READ request (for the READ's chunk from
-/// `t.off` on), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
+/// A request a response answers, in one packet: a READ request (for the READ's bytes
+/// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
 fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
     let t = tx.t;
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
@@ -403,7 +444,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
             let reth = Reth {
                 va: remote_addr.wrapping_add(off.into()),
                 rkey,
-                dma_len: read_chunk_end(off, m.len, t.mtu) - off,
+                dma_len: t.read_end.min(m.len).saturating_sub(off),
             };
             let bth = tx.bth(op::RDMA_READ_REQUEST, t.psn, true, false);
             (

@@ -59,9 +59,10 @@ pub(super) struct SavedRead {
 }
 
 impl SavedRead {
-    /// Whether the READ request `reth` at `psn` asks again for this READ or for the rest of it
-    /// from one of its response packets on (`mtu` bytes each): its position in packets.
-    fn resumes(&self, psn: u32, reth: &Reth, mtu: u32) -> Option<u32> {
+    /// Whether the READ request `reth` at `psn` asks again for this READ, or for a part of it
+    /// that starts at one of its response packets (`mtu` bytes each): its position in
+    /// packets, and whether it asks for all the rest.
+    fn resumes(&self, psn: u32, reth: &Reth, mtu: u32) -> Option<(u32, bool)> {
         let at = psn::diff(psn, self.first);
         if !self.valid || at < 0 || at as u32 >= self.npkts {
             return None;
@@ -69,10 +70,13 @@ impl SavedRead {
         let at = at as u32;
         let off = at.checked_mul(mtu)?;
         let rest = self.len.checked_sub(off)?;
+        // A part only of what is left: a requester that has the packets after a lost one asks
+        // for the gap alone (rxe_resp.c's duplicate_request serves any subset too).
         (reth.rkey == self.rkey
             && reth.va == self.va.wrapping_add(off.into())
-            && reth.dma_len == rest)
-            .then_some(at)
+            && reth.dma_len <= rest
+            && (reth.dma_len > 0 || rest == 0))
+            .then_some((at, reth.dma_len == rest))
     }
 }
 
@@ -399,7 +403,7 @@ fn duplicate(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
 }
 
 /// A READ asked again (its response, or part of it, was lost): served again only if it asks
-/// for one the responder served, or for the rest of one (IBTA 9.7.5.1.6), and still passes the
+/// for one the responder served, or for a part of one (IBTA 9.7.5.1.6), and still passes the
 /// checks a new one does. Any other READ behind the expected PSN would make one small packet
 /// cost up to a burst of responses of whatever the rkey reaches: dropped.
 fn read_again(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
@@ -414,9 +418,14 @@ fn read_again(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
         Some((reth, at))
     });
     match resumed {
-        Some((reth, at)) if check_read(qp, st, &reth).is_ok() => {
-            // Asked again from here: what is queued from here on goes.
-            st.conn.out.cut_reads_from(bpsn);
+        Some((reth, (at, rest))) if check_read(qp, st, &reth).is_ok() => {
+            if rest {
+                // Asked again from here on (going back): what is queued from here on goes.
+                st.conn.out.cut_reads_from(bpsn);
+            } else {
+                // A part (a gap): what is queued of it goes; it goes in PSN order.
+                st.conn.out.cut_reads_in(bpsn, reth.dma_len, mtu);
+            }
             Reply::Read {
                 psn: bpsn,
                 va: reth.va,

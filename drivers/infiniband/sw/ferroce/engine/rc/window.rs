@@ -26,6 +26,12 @@ pub(crate) const MAX_BACKOFF: u32 = 2;
 pub(crate) const BURST: u32 = 32;
 /// An RC requester asks for an acknowledgement at least every this many packets.
 pub(crate) const ACK_EVERY: u32 = 32;
+/// READ response packets a requester keeps past the first one missing (they arrived out of
+/// order, or the one missing was lost): one bit each in [`Rec::ahead`].
+pub(crate) const READ_AHEAD: u32 = u64::BITS;
+/// Response packets past a READ's missing one that make it count as lost rather than
+/// overtaken (as TCP's three duplicate acknowledgements): its bytes are asked for again.
+pub(crate) const REORDER: u8 = 3;
 
 /// Where the READ request that covers offset `off` of a READ of `len` bytes ends: READs are
 /// asked for in chunks of [`READ_BURST`] packets, at fixed offsets.
@@ -46,6 +52,20 @@ pub(crate) fn is_single(op: u32) -> bool {
     )
 }
 
+/// Whether the bytes a READ misses are asked for again ([`Window::take_repair`]).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) enum Repair {
+    /// Nothing to ask for, or no evidence yet that what is missing was lost.
+    #[default]
+    None,
+    /// Lost: a request for the bytes missing is to be sent.
+    Due,
+    /// Asked for from the first byte missing (`done`) since `done` last moved: asked again
+    /// only after a timeout, as a responder serves requests in order and the answer is on
+    /// its way.
+    Asked,
+}
+
 /// A WQE the requester has taken from its send queue (the `i`-th pending one).
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub(crate) struct Rec {
@@ -57,8 +77,19 @@ pub(crate) struct Rec {
     pub(crate) first_psn: u32,
     /// PSNs it takes: its packets, a READ's response packets, one for an atomic.
     pub(crate) npkts: u32,
-    /// Bytes of a READ's response placed.
+    /// Bytes of a READ's response placed from its start on, with none missing.
     pub(crate) done: u32,
+    /// READ response packets placed past `done`: bit `b` is the packet `done / mtu + b` (bit
+    /// 0, the first one missing, is never set).
+    pub(crate) ahead: u64,
+    /// Response packets that came for PSNs past this READ's first missing one since `done`
+    /// last moved (or since it was asked for again): evidence that one was lost.
+    pub(crate) later: u8,
+    pub(crate) repair: Repair,
+    /// Where the last request for a READ's bytes (from `done` on) ends.
+    pub(crate) asked_to: u32,
+    /// One past the last byte of the READ that a response packet came for (placed or not).
+    pub(crate) seen_to: u32,
     pub(crate) started: bool,
     /// A READ's or an atomic's answer is all in (it completes once it is the oldest).
     pub(crate) answered: bool,
@@ -171,6 +202,35 @@ pub(crate) struct Window<S> {
     una_seen: u32,
     /// Acknowledgement timeouts in a row (see [`MAX_BACKOFF`]).
     backoff: u32,
+    /// Counts the response packets that brought something new (a READ's bytes, an atomic's
+    /// answer): the responder is alive and serving, even while the oldest PSN waits.
+    heard: u32,
+}
+
+/// What a READ response packet is to the READ whose PSNs hold it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadPacket {
+    /// New bytes: placed at offset `off` of the READ's local buffer.
+    Place { off: u32 },
+    /// Placed before: dropped.
+    Duplicate,
+    /// Too far past the first packet missing to be kept: dropped (asked for again later).
+    Beyond,
+    /// Not the size its offset gives (every packet but the READ's last is `mtu` bytes), or
+    /// past the READ's end: the READ fails.
+    BadSize,
+}
+
+/// A request for bytes a READ misses ([`Window::take_repair`]), sent beside the send cursor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RepairAsk {
+    /// The record (from the oldest).
+    pub(crate) index: usize,
+    pub(crate) rec: Rec,
+    /// The bytes asked for, `off..end` of the READ, and the PSN of the first.
+    pub(crate) off: u32,
+    pub(crate) end: u32,
+    pub(crate) psn: u32,
 }
 
 impl<S: DerefMut<Target = [Rec]>> Window<S> {
@@ -190,7 +250,13 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
             cwnd: WINDOW,
             una_seen: 0,
             backoff: 0,
+            heard: 0,
         }
+    }
+
+    /// Counts the response packets that brought something new.
+    pub(crate) fn heard(&self) -> u32 {
+        self.heard
     }
 
     /// Records held (started or taken WQEs not completed).
@@ -394,9 +460,56 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         }
     }
 
+    /// Passes over the record at the send cursor if it is a READ or an atomic whose answer is
+    /// all in (going back passes through it): the responder executed its request, so asking
+    /// again would only make it send the same answer again (to a slow responder, a queue of
+    /// them). `false` if the cursor is elsewhere.
+    pub(crate) fn pass_answered(&mut self) -> bool {
+        let r = self.rec(self.next);
+        if self.next >= self.count
+            || !r.started
+            || r.local
+            || !r.waits_response()
+            || !r.answered
+            || self.off != 0
+        {
+            return false;
+        }
+        self.psn = psn::add(r.first_psn, r.npkts.max(1));
+        if psn::diff(self.psn, self.max_psn) > 0 {
+            self.max_psn = self.psn;
+        }
+        self.pass_one();
+        true
+    }
+
+    /// Where the READ request of the turn `plan` of record `next` ends: its chunk's end, or,
+    /// asked again from its first byte missing with bytes after it placed, that gap's end (the
+    /// rest of the chunk counts as asked for: what else it misses is asked for by repairs,
+    /// [`Self::take_repair`], always from the first byte missing on).
+    fn read_end(&self, plan: &Plan, mtu: u32) -> u32 {
+        let r = self.rec(self.next);
+        if r.op != wop::RDMA_READ || self.off != r.done || r.ahead == 0 {
+            return plan.off;
+        }
+        let gap = r.ahead.trailing_zeros().saturating_mul(mtu.max(1));
+        plan.off.min(r.done.saturating_add(gap))
+    }
+
     /// The turn `plan` of record `next` is under way: its PSNs are taken before a packet goes
     /// (the peer's answer may come, in softirq on this CPU, before the transmission returns).
-    pub(crate) fn take_turn(&mut self, plan: &Plan) {
+    /// Returns where a READ's request ends ([`Self::read_end`]).
+    pub(crate) fn take_turn(&mut self, plan: &Plan, mtu: u32) -> u32 {
+        let read_end = self.read_end(plan, mtu);
+        let mut r = self.rec(self.next);
+        if r.op == wop::RDMA_READ && self.next < self.count && self.off <= r.done {
+            // Asked for from its first byte missing (a go-back, the next chunk): what is
+            // missing is counted afresh against this request's answer.
+            r.repair = Repair::None;
+            r.later = 0;
+            r.asked_to = read_end;
+            self.set_rec(self.next, r);
+        }
         self.psn = psn::add(self.psn, plan.advance);
         if psn::diff(self.psn, self.max_psn) > 0 {
             self.max_psn = self.psn;
@@ -405,6 +518,7 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         if plan.whole {
             self.pass_one();
         }
+        read_end
     }
 
     /// Sends again from PSN `p` (go-back-N): the record holding it becomes the one being sent;
@@ -420,7 +534,10 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
             k.saturating_mul(mtu).min(r.len)
         };
         let resent = psn::diff(self.max_psn, p).max(0) as u64;
-        let (p, off) = if r.op == wop::RDMA_READ {
+        let (p, off) = if r.waits_response() && r.answered {
+            // At its start, where the cursor passes it ([`Self::pass_answered`]).
+            (r.first_psn, 0)
+        } else if r.op == wop::RDMA_READ {
             let done = r.done - r.done % mtu;
             (psn::add(r.first_psn, done / mtu), done)
         } else {
@@ -491,6 +608,177 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
     /// Everything up to `p` is acknowledged.
     pub(crate) fn acked(&mut self, p: u32) {
         self.una = psn::add(p, 1);
+    }
+
+    /// Where the requests sent for record `i` end: it is a READ whose bytes from that offset on
+    /// have not been asked for (since the send cursor last went back before it).
+    fn asked_end(&self, i: usize) -> u32 {
+        match i.cmp(&self.next) {
+            core::cmp::Ordering::Less => self.rec(i).len,
+            core::cmp::Ordering::Equal => self.off,
+            core::cmp::Ordering::Greater => 0,
+        }
+    }
+
+    /// What the READ response packet at PSN `p` with `n` bytes is to record `i` (a READ whose
+    /// PSNs hold `p`).
+    pub(crate) fn classify_read(&self, i: usize, p: u32, n: u32, mtu: u32) -> ReadPacket {
+        let r = self.rec(i);
+        let mtu = mtu.max(1);
+        let Ok(k) = u32::try_from(psn::diff(p, r.first_psn)) else {
+            return ReadPacket::Duplicate;
+        };
+        let Some(off) = k.checked_mul(mtu) else {
+            return ReadPacket::BadSize;
+        };
+        if r.len == 0 {
+            // A READ of nothing: one empty response.
+            return match (k, n, r.answered) {
+                (0, 0, false) => ReadPacket::Place { off: 0 },
+                (0, 0, true) => ReadPacket::Duplicate,
+                _ => ReadPacket::BadSize,
+            };
+        }
+        if off < r.done {
+            return ReadPacket::Duplicate;
+        }
+        if off >= r.len {
+            return ReadPacket::BadSize;
+        }
+        let b = k - r.done / mtu;
+        if b >= READ_AHEAD {
+            return ReadPacket::Beyond;
+        }
+        if r.ahead & (1u64 << b) != 0 {
+            return ReadPacket::Duplicate;
+        }
+        if n != mtu.min(r.len - off) {
+            return ReadPacket::BadSize;
+        }
+        ReadPacket::Place { off }
+    }
+
+    /// The packet at offset `off` of record `i` (a [`ReadPacket::Place`]) is placed: `done`
+    /// moves on over it and the packets after it placed before, or it is kept in `ahead`.
+    pub(crate) fn read_placed(&mut self, i: usize, off: u32, mtu: u32) {
+        let mtu = mtu.max(1);
+        let mut r = self.rec(i);
+        let (k, base) = (off / mtu, r.done / mtu);
+        r.seen_to = r.seen_to.max(off.saturating_add(mtu).min(r.len));
+        if k == base {
+            r.done = r.done.saturating_add(mtu).min(r.len);
+            r.ahead >>= 1;
+            while r.ahead & 1 != 0 && r.done < r.len {
+                r.done = r.done.saturating_add(mtu).min(r.len);
+                r.ahead >>= 1;
+            }
+            // What came past the next one missing is evidence it was lost; a request for
+            // the old one missing does not cover it.
+            r.later = u8::try_from(r.ahead.count_ones()).unwrap_or(u8::MAX);
+            r.repair = Repair::None;
+            // The last request's answer is all in, and packets came past the next byte
+            // missing: that one was lost (the packets that showed it came before and do not
+            // come again to count).
+            if r.done >= r.asked_to && r.seen_to > r.done && self.asked_end(i) > r.done {
+                r.repair = Repair::Due;
+            }
+        } else if let Some(bit) = k.checked_sub(base).filter(|&b| b < READ_AHEAD) {
+            r.ahead |= 1u64 << bit;
+        }
+        r.answered = r.done >= r.len;
+        self.heard = self.heard.wrapping_add(1);
+        self.set_rec(i, r);
+    }
+
+    /// A packet for offset `off` of READ `i` came that was too far ahead to keep.
+    pub(crate) fn read_beyond(&mut self, i: usize, off: u32, mtu: u32) {
+        let mut r = self.rec(i);
+        r.seen_to = r.seen_to.max(off.saturating_add(mtu.max(1)).min(r.len));
+        self.set_rec(i, r);
+    }
+
+    /// An answer to a single-packet request (an atomic) came.
+    pub(crate) fn answer_heard(&mut self) {
+        self.heard = self.heard.wrapping_add(1);
+    }
+
+    /// A response packet for PSN `p` came (`ends`: it ends a response, as a READ's LAST or
+    /// ONLY and an atomic's acknowledgement do): every READ asked for that still misses a
+    /// packet before `p` counts it as evidence that packet was lost (a responder answers in
+    /// order), and at [`REORDER`] of them, or at the end of a response past it, asking for
+    /// its missing bytes again is due.
+    pub(crate) fn note_response(&mut self, p: u32, ends: bool, mtu: u32) {
+        let mtu = mtu.max(1);
+        for j in 0..self.count {
+            let mut r = self.rec(j);
+            if r.op != wop::RDMA_READ || !r.started || r.local || r.answered {
+                continue;
+            }
+            let missing = psn::add(r.first_psn, r.done / mtu);
+            if psn::diff(p, missing) <= 0 {
+                continue;
+            }
+            r.later = r.later.saturating_add(1);
+            if r.repair == Repair::None
+                && (r.later >= REORDER || ends)
+                && self.asked_end(j) > r.done
+            {
+                r.repair = Repair::Due;
+            }
+            self.set_rec(j, r);
+        }
+    }
+
+    /// Record `i`, a READ or an atomic, was acknowledged past (its answer cannot come any
+    /// more): a READ's missing bytes are due to be asked for again unless they are. `true`
+    /// if that is a READ's repair (an atomic goes back instead).
+    pub(crate) fn answer_lost(&mut self, i: usize) -> bool {
+        let mut r = self.rec(i);
+        if r.op != wop::RDMA_READ {
+            return false;
+        }
+        if r.repair == Repair::None && self.asked_end(i) > r.done {
+            r.repair = Repair::Due;
+            self.set_rec(i, r);
+        }
+        true
+    }
+
+    /// Whether a request for a READ's missing bytes is due.
+    pub(crate) fn repair_due(&self) -> bool {
+        self.find(self.count, |r| r.repair == Repair::Due).is_some()
+    }
+
+    /// The request for the bytes missing of the oldest READ that is due one: from its first
+    /// byte missing to the first one placed after it (only the gap: a responder answers a
+    /// part of a READ it served, rxe_resp.c's duplicate_request and ours alike), within its
+    /// chunk and what was asked for. Every request for a READ starts at its first byte
+    /// missing, which only moves on: rxe moves a READ's start to where it was last asked
+    /// from and drops a request for bytes before that.
+    pub(crate) fn take_repair(&mut self, mtu: u32) -> Option<RepairAsk> {
+        let mtu = mtu.max(1);
+        let index = self.find(self.count, |r| r.repair == Repair::Due)?;
+        let mut r = self.rec(index);
+        let off = r.done;
+        let gap_end = if r.ahead == 0 {
+            r.len
+        } else {
+            off.saturating_add(r.ahead.trailing_zeros().saturating_mul(mtu))
+        };
+        let end = read_chunk_end(off, r.len, mtu)
+            .min(gap_end)
+            .min(self.asked_end(index));
+        r.repair = Repair::Asked;
+        r.later = 0;
+        r.asked_to = end;
+        self.set_rec(index, r);
+        (end > off && off % mtu == 0).then(|| RepairAsk {
+            index,
+            rec: r,
+            off,
+            end,
+            psn: psn::add(r.first_psn, off / mtu),
+        })
     }
 
     /// Ends the round of going back if everything sent again is acknowledged.
