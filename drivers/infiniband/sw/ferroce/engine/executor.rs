@@ -25,7 +25,7 @@ use crate::{
         rc::{self, requester},
         reply,
     },
-    protocol::abi::{self, Cqe},
+    protocol::abi::{self, Cqe, WcStatus},
     verbs::{cq, device::Ferroce},
 };
 
@@ -304,7 +304,7 @@ fn placed(
         placement::Outcome::Done { cqe, signaled } => (cqe, signaled),
     };
     let _ = st.sq.consume(1);
-    if signaled || cqe.status != abi::wc_status::SUCCESS {
+    if signaled || cqe.status != WcStatus::Success {
         let cqe = Cqe {
             kernel_qp: QpToken::of(qp).to_bits(),
             ..cqe
@@ -313,7 +313,7 @@ fn placed(
             after.notices.send = n;
         }
     }
-    if cqe.status != abi::wc_status::SUCCESS {
+    if cqe.status != WcStatus::Success {
         if data.init.qp_type == QpType::Rc {
             st.enter_error(qp, after);
         } else if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {

@@ -25,7 +25,7 @@ use crate::{
     },
     protocol::{
         abi::{
-            self, send_flags, wc_flags, wc_opcode, wc_status, wr_opcode as op, Cqe, SendWqe,
+            self, send_flags, wc_flags, wc_opcode, wr_opcode as op, Cqe, SendWqe, WcStatus,
             WqeUnion,
         },
         grh,
@@ -73,7 +73,7 @@ pub(crate) enum Outcome {
 /// Why a WQE stopped short of success.
 enum Stop {
     Rnr,
-    Status(u32),
+    Status(WcStatus),
 }
 
 /// Executes the send WQE `wqe` (as much of it as the executor read) of `qp`.
@@ -81,7 +81,7 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
     let Some(hdr) = wqe.first_chunk::<{ abi::SEND_WQE_HEADER }>() else {
         return Outcome::Done {
             cqe: Cqe {
-                status: wc_status::LOC_QP_OP_ERR,
+                status: WcStatus::LocQpOpErr,
                 qp_num: req.qpn,
                 port_num: 1,
                 ..Cqe::default()
@@ -103,7 +103,7 @@ pub(crate) fn execute(qp: &Qp<Ferroce>, req: &Requester, wqe: &[u8]) -> Outcome 
             let counters = &qp.device().data().counters;
             counters.add(Stat::SentMsgs, 1);
             counters.add(Stat::SentBytes, cqe.byte_len.into());
-            wc_status::SUCCESS
+            WcStatus::Success
         }
         Err(Stop::Rnr) => return Outcome::Rnr,
         Err(Stop::Status(s)) => s,
@@ -136,7 +136,7 @@ fn refuse(req: &Requester, dest: &Qp<Ferroce>, why: Refusal) -> Result<(), Stop>
     }
     if why == Refusal::NoReceiveWqe {
         return Err(match req.rnr_retry {
-            0 => Stop::Status(wc_status::RNR_RETRY_EXC_ERR),
+            0 => Stop::Status(WcStatus::RnrRetryExcErr),
             _ => Stop::Rnr,
         });
     }
@@ -144,7 +144,7 @@ fn refuse(req: &Requester, dest: &Qp<Ferroce>, why: Refusal) -> Result<(), Stop>
         qp::fail(dest, req.may_sleep);
     }
     Err(Stop::Status(
-        why.requester_status().unwrap_or(wc_status::REM_OP_ERR),
+        why.requester_status().unwrap_or(WcStatus::RemOpErr),
     ))
 }
 
@@ -177,7 +177,7 @@ fn run(
     }
     if !req.peer_local {
         // Another host: connected QPs go through the wire engine (rc), never here.
-        return Err(Stop::Status(wc_status::GENERAL_ERR));
+        return Err(Stop::Status(WcStatus::GeneralErr));
     }
     let Some(dest) = qp
         .device()
@@ -231,7 +231,7 @@ fn write_to(
     let w = &m.w;
     let imm = (w.opcode == op::RDMA_WRITE_WITH_IMM).then_some(w.imm_data);
     let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
-        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+        return Err(Stop::Status(WcStatus::LocQpOpErr));
     };
     if imm.is_some() {
         // The rkey is checked before a receive WQE is taken for the immediate: a write the
@@ -254,7 +254,7 @@ fn write_to(
 
 /// A local operation (REG_MR, LOCAL_INV) of `qp`'s send queue, executed where the queue
 /// reaches it; `None` for the other opcodes. `Err` is the completion status.
-pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), u32>> {
+pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), WcStatus>> {
     match (w.opcode, w.wr) {
         (
             op::REG_MR,
@@ -264,16 +264,16 @@ pub(crate) fn local_op(qp: &Qp<Ferroce>, w: &SendWqe) -> Option<Result<(), u32>>
                 access,
             },
         ) => Some(mr::register(qp, mr_key, key, access)),
-        (op::REG_MR, _) => Some(Err(wc_status::LOC_QP_OP_ERR)),
+        (op::REG_MR, _) => Some(Err(WcStatus::LocQpOpErr)),
         (op::LOCAL_INV, _) => Some(if mr::invalidate(qp, w.imm_data) {
             Ok(())
         } else {
-            Err(wc_status::LOC_QP_OP_ERR)
+            Err(WcStatus::LocQpOpErr)
         }),
         (op::BIND_MW, _) if matches!(qp.data().qp_type(), QpType::Rc | QpType::Uc) => {
             Some(crate::verbs::mw::bind(qp, &w.wr))
         }
-        (op::BIND_MW, _) => Some(Err(wc_status::LOC_QP_OP_ERR)),
+        (op::BIND_MW, _) => Some(Err(WcStatus::LocQpOpErr)),
         _ => None,
     }
 }
@@ -337,8 +337,8 @@ fn deliver(
     // RC puts the responder in error where it would NAK; UC drops the message and goes on.
     let fail_dest = rc && refused.is_some_and(Refusal::breaks_responder);
     // A receive WQE taken for a message refused completes as the table says, or flushed.
-    let recv_status = refused.map_or(wc_status::SUCCESS, |why| {
-        why.receiver_status().unwrap_or(wc_status::WR_FLUSH_ERR)
+    let recv_status = refused.map_or(WcStatus::Success, |why| {
+        why.receiver_status().unwrap_or(WcStatus::WrFlushErr)
     });
     if resp.wqe_len.is_some() {
         let extra = match (imm, inv) {
@@ -385,9 +385,9 @@ fn refusal_of(placed: Result<(), Fault>, bad_inv: bool, is_send: bool) -> Option
 fn requester_outcome(refused: Option<Refusal>, rc: bool) -> Result<(), Stop> {
     match refused {
         None => Ok(()),
-        Some(Refusal::SourceGone) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+        Some(Refusal::SourceGone) => Err(Stop::Status(WcStatus::LocProtErr)),
         Some(why) if rc => Err(Stop::Status(
-            why.requester_status().unwrap_or(wc_status::REM_OP_ERR),
+            why.requester_status().unwrap_or(WcStatus::RemOpErr),
         )),
         Some(_) => Ok(()),
     }
@@ -421,7 +421,7 @@ fn read(
     len: u64,
 ) -> Result<(), Stop> {
     let WqeUnion::Rdma { remote_addr, rkey } = w.wr else {
-        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+        return Err(Stop::Status(WcStatus::LocQpOpErr));
     };
     admit_remote(req, dest, access::REMOTE_READ, true)?;
     let dev = dest.device();
@@ -442,7 +442,7 @@ fn read(
         }
         Err(Fault::Source) => refuse(req, dest, Refusal::RemoteAccess),
         // Checked before; only an MR deregistered meanwhile gets here.
-        Err(_) => Err(Stop::Status(wc_status::LOC_PROT_ERR)),
+        Err(_) => Err(Stop::Status(WcStatus::LocProtErr)),
     }
 }
 
@@ -462,7 +462,7 @@ fn atomic(
         rkey,
     } = w.wr
     else {
-        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+        return Err(Stop::Status(WcStatus::LocQpOpErr));
     };
     admit_remote(req, dest, access::REMOTE_ATOMIC, true)?;
     let op = if w.opcode == op::ATOMIC_CMP_AND_SWP {
@@ -480,7 +480,7 @@ fn atomic(
     let bytes = orig.to_ne_bytes();
     let mut to = Walk::new(qp.device(), qp.pd_id(), access::LOCAL_WRITE, sges);
     place(&mut to, &mut Source::Bytes(&bytes), 8, false)
-        .map_err(|_| Stop::Status(wc_status::LOC_PROT_ERR))
+        .map_err(|_| Stop::Status(WcStatus::LocProtErr))
 }
 
 /// An ATOMIC_WRITE: the WQE's 8 bytes stored in one piece at an aligned word of the
@@ -493,7 +493,7 @@ fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), 
         value,
     } = w.wr
     else {
-        return Err(Stop::Status(wc_status::LOC_QP_OP_ERR));
+        return Err(Stop::Status(WcStatus::LocQpOpErr));
     };
     admit_remote(req, dest, access::REMOTE_WRITE, true)?;
     responder::execute_atomic_write(dest, remote_addr, rkey, value)
@@ -520,12 +520,12 @@ fn datagram(
         remote_qkey,
     } = ud
     else {
-        return fail(wc_status::LOC_QP_OP_ERR);
+        return fail(WcStatus::LocQpOpErr);
     };
     let dev = qp.device();
     let Some(to) = ah::dest(&dev.data().ah_dests, ah_num).filter(|d| d.pd == qp.pd_id()) else {
         // Not an AH of this QP's PD (the provider names AHs by number).
-        return fail(wc_status::LOC_QP_OP_ERR);
+        return fail(WcStatus::LocQpOpErr);
     };
     // A datagram is one packet.
     let mtu = dev
@@ -533,7 +533,7 @@ fn datagram(
         .netdev()
         .map_or(256, |nd| active_mtu(&nd).bytes());
     if len > mtu {
-        return fail(wc_status::LOC_LEN_ERR);
+        return fail(WcStatus::LocLenErr);
     }
     // A Q_Key with the high bit set means the sender's own (IBTA 10.2.5).
     let qkey = if remote_qkey & 0x8000_0000 != 0 {
@@ -590,7 +590,7 @@ fn datagram(
     }
     if aborted {
         // The sender's memory went away under the copy.
-        return fail(wc_status::LOC_PROT_ERR);
+        return fail(WcStatus::LocProtErr);
     }
     Ok(())
 }
@@ -633,10 +633,10 @@ pub(crate) fn place_datagram(
         _ => Err(Fault::Dest),
     };
     let status = match placed {
-        Ok(()) => wc_status::SUCCESS,
-        Err(Fault::Length) => wc_status::LOC_LEN_ERR,
-        Err(Fault::Dest) => wc_status::LOC_PROT_ERR,
-        Err(Fault::Source) => wc_status::REM_ABORT_ERR,
+        Ok(()) => WcStatus::Success,
+        Err(Fault::Length) => WcStatus::LocLenErr,
+        Err(Fault::Dest) => WcStatus::LocProtErr,
+        Err(Fault::Source) => WcStatus::RemAbortErr,
     };
     let mut cqe = Cqe {
         wr_id: hdr.map_or(0, abi::wqe_wr_id),

@@ -28,7 +28,7 @@ use crate::{
         reply::{self, Offer, Reply, ReplyQueue},
     },
     protocol::{
-        abi::{self, wc_status},
+        abi::{self, WcStatus},
         opcode::{self, op},
         packet::Parsed,
         psn, transport,
@@ -297,7 +297,7 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
                 qp.device().data().counters.add(Stat::Timeouts, 1);
                 if st.conn.retries == 0 {
                     st.conn.timer = TimerUse::Idle;
-                    fail_front(qp, st, wc_status::RETRY_EXC_ERR, &mut after);
+                    fail_front(qp, st, WcStatus::RetryExcErr, &mut after);
                 } else {
                     st.conn.retries -= 1;
                     st.conn.tx.timed_out();

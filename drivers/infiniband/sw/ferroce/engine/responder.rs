@@ -11,7 +11,7 @@ use kernel::rdma::{access, Qp, QpToken};
 
 use crate::{
     protocol::{
-        abi::{self, wc_flags, Cqe},
+        abi::{self, wc_flags, Cqe, WcStatus},
         limits,
         refusal::Refusal,
     },
@@ -215,7 +215,7 @@ pub(crate) struct Received {
 }
 
 /// The completion of the receive WQE `wr_id` of `dest` for the message `msg`.
-pub(crate) fn receive_cqe(dest: &Qp<Ferroce>, wr_id: u64, status: u32, msg: &Received) -> Cqe {
+pub(crate) fn receive_cqe(dest: &Qp<Ferroce>, wr_id: u64, status: WcStatus, msg: &Received) -> Cqe {
     let mut cqe = Cqe {
         wr_id,
         status,

@@ -16,7 +16,7 @@ use kernel::{
 
 use crate::{
     protocol::{
-        abi::wc_status,
+        abi::WcStatus,
         bth::Bth,
         eth::Deth,
         opcode::{self, op},
@@ -107,7 +107,7 @@ pub(crate) fn send_datagram(
     solicited: bool,
     mut src: Source<'_, '_>,
     len: u32,
-) -> Result<(), u32> {
+) -> Result<(), WcStatus> {
     let dev = qp.device();
     let Some(netdev) = dev.data().netdev() else {
         // The netdev is going away: the datagram is lost.
@@ -146,6 +146,6 @@ pub(crate) fn send_datagram(
     match transmit(dev, &netdev, &r, &h, len as usize, fill) {
         Ok(()) | Err(TxError::Lost) => Ok(()),
         // The sender's memory went away under the copy.
-        Err(TxError::Fill(_)) => Err(wc_status::LOC_PROT_ERR),
+        Err(TxError::Fill(_)) => Err(WcStatus::LocProtErr),
     }
 }

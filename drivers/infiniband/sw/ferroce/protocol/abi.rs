@@ -43,21 +43,72 @@ pub(crate) const CQE_SIZE: usize = 64;
 pub(crate) const WQE_WR_ID: usize = 0;
 pub(crate) const SEND_WQE_OPCODE: usize = 8;
 
-/// `enum ibv_wc_status` values ferroce reports.
-pub(crate) mod wc_status {
-    pub(crate) const SUCCESS: u32 = 0;
-    pub(crate) const LOC_LEN_ERR: u32 = 1;
-    pub(crate) const LOC_QP_OP_ERR: u32 = 2;
-    pub(crate) const LOC_PROT_ERR: u32 = 4;
-    pub(crate) const WR_FLUSH_ERR: u32 = 5;
-    pub(crate) const MW_BIND_ERR: u32 = 6;
-    pub(crate) const REM_INV_REQ_ERR: u32 = 9;
-    pub(crate) const REM_ACCESS_ERR: u32 = 10;
-    pub(crate) const REM_OP_ERR: u32 = 11;
-    pub(crate) const RETRY_EXC_ERR: u32 = 12;
-    pub(crate) const RNR_RETRY_EXC_ERR: u32 = 13;
-    pub(crate) const REM_ABORT_ERR: u32 = 16;
-    pub(crate) const GENERAL_ERR: u32 = 21;
+/// The status of a work completion: `enum ibv_wc_status`, whose numbers `enum ib_wc_status`
+/// (kernel users) shares. A status stays this type through the driver; it becomes a number
+/// only where a completion is written for its owner ([`Cqe::to_bytes`], the kernel's `ib_wc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum WcStatus {
+    #[default]
+    Success = 0,
+    LocLenErr = 1,
+    LocQpOpErr = 2,
+    LocEecOpErr = 3,
+    LocProtErr = 4,
+    WrFlushErr = 5,
+    MwBindErr = 6,
+    BadRespErr = 7,
+    LocAccessErr = 8,
+    RemInvReqErr = 9,
+    RemAccessErr = 10,
+    RemOpErr = 11,
+    RetryExcErr = 12,
+    RnrRetryExcErr = 13,
+    LocRddViolErr = 14,
+    RemInvRdReqErr = 15,
+    RemAbortErr = 16,
+    InvEecnErr = 17,
+    InvEecStateErr = 18,
+    FatalErr = 19,
+    RespTimeoutErr = 20,
+    GeneralErr = 21,
+}
+
+impl WcStatus {
+    /// The number a completion carries (`ibv_wc.status`, `ib_wc.status`).
+    pub(crate) const fn to_abi(self) -> u32 {
+        self as u32
+    }
+
+    /// The status numbered `n`, `None` for a number `enum ibv_wc_status` does not have.
+    pub(crate) const fn from_abi(n: u32) -> Option<Self> {
+        use WcStatus::*;
+        Some(match n {
+            0 => Success,
+            1 => LocLenErr,
+            2 => LocQpOpErr,
+            3 => LocEecOpErr,
+            4 => LocProtErr,
+            5 => WrFlushErr,
+            6 => MwBindErr,
+            7 => BadRespErr,
+            8 => LocAccessErr,
+            9 => RemInvReqErr,
+            10 => RemAccessErr,
+            11 => RemOpErr,
+            12 => RetryExcErr,
+            13 => RnrRetryExcErr,
+            14 => LocRddViolErr,
+            15 => RemInvRdReqErr,
+            16 => RemAbortErr,
+            17 => InvEecnErr,
+            18 => InvEecStateErr,
+            19 => FatalErr,
+            20 => RespTimeoutErr,
+            21 => GeneralErr,
+            _ => return None,
+        })
+    }
 }
 
 /// `enum ibv_send_flags` (the kernel's `IB_SEND_*` have the same values). A fence needs
@@ -148,7 +199,7 @@ pub(crate) fn wc_opcode_of(wr: u32) -> Option<u32> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Cqe {
     pub(crate) wr_id: u64,
-    pub(crate) status: u32,
+    pub(crate) status: WcStatus,
     pub(crate) opcode: u32,
     pub(crate) vendor_err: u32,
     pub(crate) byte_len: u32,
@@ -174,7 +225,7 @@ impl Cqe {
     pub(crate) fn flushed(wr_id: u64, opcode: u32, qp_num: u32) -> Self {
         Cqe {
             wr_id,
-            status: wc_status::WR_FLUSH_ERR,
+            status: WcStatus::WrFlushErr,
             opcode,
             qp_num,
             port_num: 1,
@@ -187,7 +238,7 @@ impl Cqe {
         let mut b = [0u8; CQE_SIZE];
         b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
         let words = [
-            self.status,
+            self.status.to_abi(),
             self.opcode,
             self.vendor_err,
             self.byte_len,
@@ -223,7 +274,8 @@ impl Cqe {
         qp.copy_from_slice(&b[48..56]);
         Cqe {
             wr_id: u64::from_ne_bytes(wr_id),
-            status: w(0),
+            // A kernel CQ holds only the entries the kernel wrote: every status is known.
+            status: WcStatus::from_abi(w(0)).unwrap_or(WcStatus::GeneralErr),
             opcode: w(1),
             vendor_err: w(2),
             byte_len: w(3),

@@ -8,7 +8,7 @@
 //!
 //! Pure `core` code, tested on the host (`host-tests/`).
 
-use crate::protocol::{abi::wc_status, transport::NakCode};
+use crate::protocol::{abi::WcStatus, transport::NakCode};
 
 /// Why the responder does not execute a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,11 +70,11 @@ impl Refusal {
 
     /// The status an RC requester's WQE completes with, or `None` if it is sent again
     /// (a sequence error, an RNR wait).
-    pub(crate) fn requester_status(self) -> Option<u32> {
+    pub(crate) fn requester_status(self) -> Option<WcStatus> {
         match self {
             // What the requester sees at last: its retries run out.
-            Refusal::Dropped => Some(wc_status::RETRY_EXC_ERR),
-            Refusal::SourceGone => Some(wc_status::LOC_PROT_ERR),
+            Refusal::Dropped => Some(WcStatus::RetryExcErr),
+            Refusal::SourceGone => Some(WcStatus::LocProtErr),
             _ => match self.answer() {
                 Answer::Nak(code) => nak_status(code),
                 Answer::Rnr | Answer::Silence => None,
@@ -84,12 +84,12 @@ impl Refusal {
 
     /// The status the receive WQE the request had taken completes with; `None`: it stays
     /// with the QP (and is flushed when the QP goes to the error state).
-    pub(crate) fn receiver_status(self) -> Option<u32> {
+    pub(crate) fn receiver_status(self) -> Option<WcStatus> {
         match self {
-            Refusal::ReceiveTooShort => Some(wc_status::LOC_LEN_ERR),
-            Refusal::ReceiveUnusable => Some(wc_status::LOC_PROT_ERR),
-            Refusal::BadInvalidate => Some(wc_status::REM_INV_REQ_ERR),
-            Refusal::SourceGone => Some(wc_status::REM_ABORT_ERR),
+            Refusal::ReceiveTooShort => Some(WcStatus::LocLenErr),
+            Refusal::ReceiveUnusable => Some(WcStatus::LocProtErr),
+            Refusal::BadInvalidate => Some(WcStatus::RemInvReqErr),
+            Refusal::SourceGone => Some(WcStatus::RemAbortErr),
             _ => None,
         }
     }
@@ -103,11 +103,11 @@ impl Refusal {
 
 /// The status a requester's WQE completes with when a NAK with `code` answers it (`None`: a
 /// sequence error, it goes back and sends again).
-pub(crate) fn nak_status(code: NakCode) -> Option<u32> {
+pub(crate) fn nak_status(code: NakCode) -> Option<WcStatus> {
     match code {
         NakCode::PsnSequenceError => None,
-        NakCode::InvalidRequest | NakCode::InvalidRdRequest => Some(wc_status::REM_INV_REQ_ERR),
-        NakCode::RemoteAccessError => Some(wc_status::REM_ACCESS_ERR),
-        NakCode::RemoteOperationalError => Some(wc_status::REM_OP_ERR),
+        NakCode::InvalidRequest | NakCode::InvalidRdRequest => Some(WcStatus::RemInvReqErr),
+        NakCode::RemoteAccessError => Some(WcStatus::RemAccessErr),
+        NakCode::RemoteOperationalError => Some(WcStatus::RemOpErr),
     }
 }

@@ -7,7 +7,7 @@
 //! Pure `core` code, tested on the host (`host-tests/`).
 
 use crate::protocol::{
-    abi::{self, send_flags, wc_status, wr_opcode as op, RingSge, SendWqe},
+    abi::{self, send_flags, wr_opcode as op, RingSge, SendWqe, WcStatus},
     limits,
 };
 
@@ -85,10 +85,10 @@ pub(crate) fn message(
     service: Service,
     max_inline: u32,
     max_sge: u32,
-) -> Result<Message<'_>, u32> {
+) -> Result<Message<'_>, WcStatus> {
     let hdr = wqe
         .first_chunk::<{ abi::SEND_WQE_HEADER }>()
-        .ok_or(wc_status::LOC_QP_OP_ERR)?;
+        .ok_or(WcStatus::LocQpOpErr)?;
     let w = SendWqe::from_bytes(hdr);
     let body = &wqe[abi::SEND_WQE_HEADER..];
     let inline = w.send_flags & send_flags::INLINE != 0;
@@ -97,35 +97,35 @@ pub(crate) fn message(
         op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM
     );
     if !allows(service, w.opcode) || (inline && !carries_data) {
-        return Err(wc_status::LOC_QP_OP_ERR);
+        return Err(WcStatus::LocQpOpErr);
     }
     let (sges, inline_bytes) = if w.opcode == op::ATOMIC_WRITE {
         // Its 8 bytes are in the header (`wr.atomic_write.value`); it has no SGEs.
         if w.num_sge != 0 {
-            return Err(wc_status::LOC_QP_OP_ERR);
+            return Err(WcStatus::LocQpOpErr);
         }
         let v = abi::ATOMIC_WRITE_VALUE;
         (&body[..0], Some(&wqe[v..v + 8]))
     } else if inline {
         let n = w.inline_len as usize;
         if w.inline_len > max_inline || n > body.len() {
-            return Err(wc_status::LOC_LEN_ERR);
+            return Err(WcStatus::LocLenErr);
         }
         (&body[..0], Some(&body[..n]))
     } else {
         let n = w.num_sge as usize * abi::SGE_SIZE;
         if w.num_sge > max_sge || n > body.len() {
-            return Err(wc_status::LOC_QP_OP_ERR);
+            return Err(WcStatus::LocQpOpErr);
         }
         (&body[..n], None)
     };
     let len = match inline_bytes {
         Some(b) => b.len() as u64,
-        None => sge_list_len(sges).ok_or(wc_status::LOC_LEN_ERR)?,
+        None => sge_list_len(sges).ok_or(WcStatus::LocLenErr)?,
     };
     let atomic = matches!(w.opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD);
     if len > u64::from(limits::MAX_MSG_SZ) || (atomic && len != 8) {
-        return Err(wc_status::LOC_LEN_ERR);
+        return Err(WcStatus::LocLenErr);
     }
     Ok(Message {
         w,

@@ -242,7 +242,7 @@ pub(crate) fn resize(
 // which ib_core's equal, `REG_MR` being ib_core's own); only the flags are renumbered.
 const _: () = {
     use kernel::rdma::wr;
-    assert!(abi::wc_status::WR_FLUSH_ERR == wr::wc_status::WR_FLUSH_ERR);
+    assert!(abi::WcStatus::WrFlushErr.to_abi() == wr::wc_status::WR_FLUSH_ERR);
     assert!(abi::wc_opcode::REG_MR == wr::wc_opcode::REG_MR);
     assert!(abi::kernel_wc_flags(abi::wc_flags::GRH) == wr::wc_flags::GRH);
     assert!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM) == wr::wc_flags::WITH_IMM);
@@ -270,7 +270,7 @@ pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
         let c = abi::Cqe::from_bytes(&bytes);
         *wc = Wc {
             wr_id: c.wr_id,
-            status: c.status,
+            status: c.status.to_abi(),
             opcode: c.opcode,
             vendor_err: c.vendor_err,
             byte_len: c.byte_len,

@@ -12,7 +12,7 @@ use kernel::{
 
 use crate::{
     protocol::{
-        abi::{self, RingSge},
+        abi::{self, RingSge, WcStatus},
         wqe::Message,
     },
     verbs::{device::Ferroce, mr},
@@ -290,7 +290,7 @@ pub(crate) fn one_sge(addr: u64, len: u64, key: u32) -> [u8; abi::SGE_SIZE] {
 /// The requester's own check of a message's SGEs before anything goes out (IBTA 10.8.3): each
 /// names memory of `qp`'s PD its lkey opens, for local writes too if the message brings data
 /// back (a READ, an atomic). `Err` is the completion status, `LOC_PROT_ERR`.
-pub(crate) fn check_local_sges(qp: &Qp<Ferroce>, m: &Message<'_>) -> Result<(), u32> {
+pub(crate) fn check_local_sges(qp: &Qp<Ferroce>, m: &Message<'_>) -> Result<(), WcStatus> {
     let need = if m.writes_locally() {
         access::LOCAL_WRITE
     } else {
@@ -298,5 +298,5 @@ pub(crate) fn check_local_sges(qp: &Qp<Ferroce>, m: &Message<'_>) -> Result<(), 
     };
     Walk::new(qp.device(), qp.pd_id(), need, m.sges)
         .check_all()
-        .map_err(|()| abi::wc_status::LOC_PROT_ERR)
+        .map_err(|()| WcStatus::LocProtErr)
 }

@@ -12,7 +12,7 @@ use kernel::{
 };
 
 use crate::{
-    protocol::{abi::wc_status, limits},
+    protocol::{abi::WcStatus, limits},
     verbs::{device::Ferroce, numbers::MemKey},
 };
 
@@ -190,15 +190,20 @@ pub(crate) fn piece<'a>(
 /// Executes a REG_MR work request of `qp`: the fast-registration MR whose key was `mr_key` when
 /// posted becomes valid under `key` with `access`, over what `map_mr_sg` mapped last. `Err` is
 /// the completion status (rxe's: the MR must be free, of the QP's PD, and keep its index).
-pub(crate) fn register(qp: &Qp<Ferroce>, mr_key: u32, key: u32, access: u32) -> Result<(), u32> {
-    let mr = qp.device().mr(mr_key).ok_or(wc_status::LOC_QP_OP_ERR)?;
+pub(crate) fn register(
+    qp: &Qp<Ferroce>,
+    mr_key: u32,
+    key: u32,
+    access: u32,
+) -> Result<(), WcStatus> {
+    let mr = qp.device().mr(mr_key).ok_or(WcStatus::LocQpOpErr)?;
     let data = mr.data();
     if !matches!(data.memory, Memory::Fast)
         || mr.pd_id() != qp.pd_id()
         || key >> 8 != mr_key >> 8
         || access & !SUPPORTED != 0
     {
-        return Err(wc_status::LOC_QP_OP_ERR);
+        return Err(WcStatus::LocQpOpErr);
     }
     let (iova, length, page_size) = (mr.iova(), mr.length(), u64::from(mr.page_size()));
     let mut f = data.fast.lock();
@@ -207,7 +212,7 @@ pub(crate) fn register(qp: &Qp<Ferroce>, mr_key: u32, key: u32, access: u32) -> 
             .checked_add(length)
             .is_some_and(|end| end.div_ceil(page_size) <= f.mapped as u64);
     if f.valid || !fits || iova.checked_add(length).is_none() {
-        return Err(wc_status::LOC_QP_OP_ERR);
+        return Err(WcStatus::LocQpOpErr);
     }
     for (to, from) in data.pages.iter().zip(data.mapped.iter()).take(f.mapped) {
         to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -19,7 +19,7 @@ use kernel::{
 
 use crate::{
     protocol::{
-        abi::{wc_status, WqeUnion},
+        abi::{WcStatus, WqeUnion},
         limits,
     },
     verbs::{
@@ -91,8 +91,8 @@ pub(crate) fn alloc(
 
 /// Executes a BIND_MW work request of `qp` (rxe's checks, IBTA C10-72 to C10-75); `Err` is the
 /// completion status.
-pub(crate) fn bind(qp: &Qp<Ferroce>, wr: &WqeUnion) -> Result<(), u32> {
-    let fail = Err(wc_status::MW_BIND_ERR);
+pub(crate) fn bind(qp: &Qp<Ferroce>, wr: &WqeUnion) -> Result<(), WcStatus> {
+    let fail = Err(WcStatus::MwBindErr);
     let WqeUnion::Bind {
         addr,
         length,

@@ -14,7 +14,7 @@ use crate::verbs::memory;
 use crate::{
     engine::qp::{After, QpShared, SEND_WQE_MAX},
     protocol::{
-        abi::{self, wc_opcode, wc_status, wr_opcode as wop, Cqe},
+        abi::{self, wc_opcode, wr_opcode as wop, Cqe, WcStatus},
         opcode::op,
         packet::Parsed,
         psn, refusal,
@@ -36,18 +36,23 @@ use super::{
 
 /// Completes the oldest record with `status` (its WQE leaves the ring); an error puts an RC QP
 /// in error, a UC QP's send queue in SQE.
-pub(super) fn complete_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, after: &mut After) {
+pub(super) fn complete_front(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    status: WcStatus,
+    after: &mut After,
+) {
     if st.conn.tx.count() == 0 {
         return;
     }
     let r = st.conn.tx.pop();
     let _ = st.sq.consume(1);
     let counters = &qp.device().data().counters;
-    if status == wc_status::SUCCESS {
+    if status == WcStatus::Success {
         counters.add(Stat::SentMsgs, 1);
         counters.add(Stat::SentBytes, r.len.into());
     }
-    if r.signaled || status != wc_status::SUCCESS {
+    if r.signaled || status != WcStatus::Success {
         let cqe = Cqe {
             wr_id: r.wr_id,
             status,
@@ -62,7 +67,7 @@ pub(super) fn complete_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, a
             after.notices.send = after.notices.send.or(n);
         }
     }
-    if status != wc_status::SUCCESS {
+    if status != WcStatus::Success {
         if qp.data().qp_type() == QpType::Rc {
             st.enter_error(qp, after);
         } else if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
@@ -101,7 +106,7 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, implicit_nak: bool, aft
         if r.local {
             // Executed when taken: it completes once it is the oldest, even while the
             // requester sends again from before it.
-            complete_front(qp, st, r.failed, after);
+            complete_front(qp, st, r.status(), after);
             continue;
         }
         if st.conn.tx.next() == 0 || !r.started || psn::diff(r.last_psn(), p) > 0 {
@@ -118,7 +123,7 @@ fn ack_upto(qp: &Qp<Ferroce>, st: &mut QpShared, p: u32, implicit_nak: bool, aft
             }
             return;
         }
-        complete_front(qp, st, r.failed, after);
+        complete_front(qp, st, r.status(), after);
     }
     st.conn.tx.acked(p);
     st.conn.retries = st.attr.retry_cnt;
@@ -143,19 +148,19 @@ pub(super) fn drain_answered(qp: &Qp<Ferroce>, st: &mut QpShared, after: &mut Af
     while st.conn.tx.count() > 0 {
         let r = st.conn.tx.rec(0);
         if r.local {
-            complete_front(qp, st, r.failed, after);
+            complete_front(qp, st, r.status(), after);
             continue;
         }
         if st.conn.tx.next() == 0 || !(r.started && r.waits_response() && r.answered) {
             break;
         }
         st.conn.tx.advance_una(psn::add(r.last_psn(), 1));
-        complete_front(qp, st, r.failed, after);
+        complete_front(qp, st, r.status(), after);
     }
 }
 
 /// Fails the oldest WQE with `status` (a NAK or exhausted retries).
-pub(super) fn fail_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: u32, after: &mut After) {
+pub(super) fn fail_front(qp: &Qp<Ferroce>, st: &mut QpShared, status: WcStatus, after: &mut After) {
     complete_front(qp, st, status, after);
 }
 
@@ -178,7 +183,7 @@ pub(super) fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, a
                     counters.add(Stat::NaksRcvd, 1);
                     ack_upto(qp, st, psn::add(bpsn, psn::MASK), true, after);
                     if st.conn.rnr_retries == 0 {
-                        fail_front(qp, st, wc_status::RNR_RETRY_EXC_ERR, after);
+                        fail_front(qp, st, WcStatus::RnrRetryExcErr, after);
                         return;
                     }
                     if st.conn.rnr_retries != 7 {
@@ -254,7 +259,7 @@ fn answer_single(
         st.conn.tx.answer_heard();
         if let Some(orig) = orig {
             if place_local(qp, st, i, 0, &orig.to_ne_bytes()).is_err() {
-                r.failed = wc_status::LOC_PROT_ERR;
+                r.failed = Some(WcStatus::LocProtErr);
             }
         }
         r.done = r.len;
@@ -306,7 +311,7 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
     let Rec {
         first_psn, failed, ..
     } = st.conn.tx.rec(i);
-    if failed != 0 {
+    if failed.is_some() {
         // Failed already (it completes so in its turn): nothing more is placed.
         return;
     }
@@ -323,7 +328,7 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
         }
         ReadPacket::BadSize => {
             // A response of the wrong size: the READ fails in its turn.
-            fail_read(qp, st, i, wc_status::REM_INV_REQ_ERR, after);
+            fail_read(qp, st, i, WcStatus::RemInvReqErr, after);
             return;
         }
     };
@@ -339,7 +344,7 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
     };
     if place_local(qp, st, i, off, p.payload).is_err() {
         // Local memory gone: the READ fails in its turn.
-        fail_read(qp, st, i, wc_status::LOC_PROT_ERR, after);
+        fail_read(qp, st, i, WcStatus::LocProtErr, after);
         return;
     }
     if psn::add(first_psn, st.conn.tx.rec(i).done / mtu) != bpsn {
@@ -361,9 +366,9 @@ fn read_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, after: &mu
 }
 
 /// The READ of record `i` fails with `status` once it is the oldest.
-fn fail_read(qp: &Qp<Ferroce>, st: &mut QpShared, i: usize, status: u32, after: &mut After) {
+fn fail_read(qp: &Qp<Ferroce>, st: &mut QpShared, i: usize, status: WcStatus, after: &mut After) {
     let mut r = st.conn.tx.rec(i);
-    r.failed = status;
+    r.failed = Some(status);
     r.answered = true;
     st.conn.tx.set_rec(i, r);
     drain_answered(qp, st, after);

@@ -20,7 +20,7 @@ use crate::{
     },
     net::wire::{self, TxError},
     protocol::{
-        abi::{self, send_flags, wc_status, wr_opcode as wop, SendWqe, WqeUnion},
+        abi::{self, send_flags, wr_opcode as wop, SendWqe, WcStatus, WqeUnion},
         bth::Bth,
         eth::{AtomicEth, Reth},
         opcode::{self, op},
@@ -56,7 +56,7 @@ fn message<'a>(
     cap: &kernel::rdma::QpCap,
     uc: bool,
     wqe: &'a [u8],
-) -> Result<Message<'a>, u32> {
+) -> Result<Message<'a>, WcStatus> {
     let m = parse_message(cap, uc, wqe)?;
     memory::check_local_sges(qp, &m)?;
     Ok(m)
@@ -69,7 +69,7 @@ pub(super) fn parse_message<'a>(
     cap: &kernel::rdma::QpCap,
     uc: bool,
     wqe: &'a [u8],
-) -> Result<Message<'a>, u32> {
+) -> Result<Message<'a>, WcStatus> {
     let service = if uc {
         Service::UnreliableConnected
     } else {
@@ -225,7 +225,7 @@ fn take_wqe(
                 rec.op = w.opcode;
             }
             rec.signaled = true;
-            rec.failed = status;
+            rec.failed = Some(status);
         }
     }
     if !st.conn.tx.push(rec) {
@@ -246,20 +246,20 @@ fn plan_next_turn(
 ) -> Step {
     let i = st.conn.tx.next();
     let rec = st.conn.tx.rec(i);
-    if rec.local && rec.failed == 0 {
+    if rec.local && rec.failed.is_none() {
         if i == 0 {
             // The oldest (what came before it completed while this was sent again): it
             // completes now.
-            complete_front(qp, st, wc_status::SUCCESS, after);
+            complete_front(qp, st, WcStatus::Success, after);
         } else {
             // Executed when it was taken; sending again from before it passes it by.
             st.conn.tx.pass_one();
         }
         return Step::Again;
     }
-    if rec.failed != 0 {
+    if let Some(status) = rec.failed {
         if i == 0 {
-            complete_front(qp, st, rec.failed, after);
+            complete_front(qp, st, status, after);
             return Step::Again;
         }
         // It fails once what was sent before it has completed.
@@ -323,7 +323,7 @@ fn turn_sent(
     qp: &Qp<Ferroce>,
     turn: &Turn,
     rec: &Rec,
-    sent: Result<(), u32>,
+    sent: Result<(), WcStatus>,
     uc: bool,
     after: &mut After,
 ) {
@@ -336,7 +336,7 @@ fn turn_sent(
             });
             if let Some(j) = at {
                 let mut r = st.conn.tx.rec(j);
-                r.failed = status;
+                r.failed = Some(status);
                 st.conn.tx.set_rec(j, r);
                 if j == 0 {
                     complete_front(qp, st, status, after);
@@ -347,8 +347,9 @@ fn turn_sent(
     if uc {
         let sent_to = st.conn.tx.psn();
         st.conn.tx.set_una(sent_to);
-        while st.conn.tx.count() > 0 && st.conn.tx.next() > 0 && st.conn.tx.rec(0).failed == 0 {
-            complete_front(qp, st, wc_status::SUCCESS, after);
+        while st.conn.tx.count() > 0 && st.conn.tx.next() > 0 && st.conn.tx.rec(0).failed.is_none()
+        {
+            complete_front(qp, st, WcStatus::Success, after);
         }
     }
 }
@@ -371,13 +372,13 @@ fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut Afte
         ..Rec::default()
     };
     if let Some(Err(status)) = placement::local_op(qp, w) {
-        rec.failed = status;
+        rec.failed = Some(status);
         rec.signaled = true;
     }
     if !st.conn.tx.push(rec) {
         return false;
     }
-    if rec.failed == 0 {
+    if rec.failed.is_none() {
         st.conn.tx.pass_all();
     }
     // A failed one stays the record to send: nothing after it goes out, and it fails (the QP
@@ -389,7 +390,7 @@ fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut Afte
 
 /// Sends the turn's `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local
 /// error (the sender's memory went away).
-fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), u32> {
+fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), WcStatus> {
     let m = parse_message(&t.cap, uc, wqe)?;
     let dev = qp.device();
     let Some(netdev) = dev.data().netdev() else {
@@ -436,7 +437,7 @@ impl Tx<'_> {
 
 /// A request a response answers, in one packet: a READ request (for the READ's bytes
 /// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
-fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
+fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
     let t = tx.t;
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
         (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
@@ -498,7 +499,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
                 dma_len: 8,
             };
             let bth = tx.bth(op::ATOMIC_WRITE, t.psn, true, false);
-            let value = m.inline.ok_or(wc_status::LOC_QP_OP_ERR)?;
+            let value = m.inline.ok_or(WcStatus::LocQpOpErr)?;
             (
                 Headers {
                     bth,
@@ -508,7 +509,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
                 value,
             )
         }
-        _ => return Err(wc_status::LOC_QP_OP_ERR),
+        _ => return Err(WcStatus::LocQpOpErr),
     };
     let fill = |out: &mut [u8]| -> Result<(), Fault> {
         out.copy_from_slice(payload.get(..out.len()).ok_or(Fault::Source)?);
@@ -522,7 +523,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
 /// acknowledgement asked for at the message's end, at the turn's and every [`ACK_EVERY`]
 /// PSNs.
-fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> {
+fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
     let t = tx.t;
     let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
     let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
@@ -530,13 +531,13 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> 
     let solicited = m.w.send_flags & send_flags::SOLICITED != 0;
     let (remote_addr, rkey) = match m.w.wr {
         WqeUnion::Rdma { remote_addr, rkey } => (remote_addr, rkey),
-        _ if write => return Err(wc_status::LOC_QP_OP_ERR),
+        _ if write => return Err(WcStatus::LocQpOpErr),
         _ => (0, 0),
     };
     let mut walk = Walk::new(tx.dev, qp.pd_id(), 0, m.sges);
     if m.inline.is_none() {
         walk.skip(t.off as usize)
-            .map_err(|_| wc_status::LOC_PROT_ERR)?;
+            .map_err(|_| WcStatus::LocProtErr)?;
     }
     let (mut off, mut p) = (t.off.min(m.len), t.psn);
     for n in 1..=t.budget.max(1) {
@@ -566,7 +567,7 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), u32> 
         };
         match wire::transmit(tx.dev, tx.netdev, &t.route, &h, chunk as usize, fill) {
             Ok(()) | Err(TxError::Lost) => {}
-            Err(TxError::Fill(_)) => return Err(wc_status::LOC_PROT_ERR),
+            Err(TxError::Fill(_)) => return Err(WcStatus::LocProtErr),
         }
         if last {
             break;

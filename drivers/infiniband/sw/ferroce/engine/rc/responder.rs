@@ -19,7 +19,7 @@ use crate::{
     },
     net::wire,
     protocol::{
-        abi::{self, wc_opcode, wc_status},
+        abi::{self, wc_opcode, WcStatus},
         eth::Reth,
         limits,
         opcode::op,
@@ -176,7 +176,7 @@ fn place_recv(qp: &Qp<Ferroce>, st: &QpShared, at: u32, payload: &[u8]) -> Resul
 fn complete_recv(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,
-    status: u32,
+    status: WcStatus,
     msg: &Received,
     after: &mut After,
 ) {
@@ -192,7 +192,7 @@ fn complete_recv(
     if let Ok(n) = crate::verbs::cq::post(qp.recv_cq(), &cqe) {
         after.notices.recv = after.notices.recv.or(n);
     }
-    if status == wc_status::SUCCESS {
+    if status == WcStatus::Success {
         responder::count_received(qp, msg.len);
     }
 }
@@ -523,7 +523,7 @@ fn on_send(
         (None, None) => Extra::None,
     };
     let msg = received(st, wc_opcode::RECV, total, extra, p.hdr.bth.se);
-    complete_recv(qp, st, wc_status::SUCCESS, &msg, after);
+    complete_recv(qp, st, WcStatus::Success, &msg, after);
     st.conn.msn = psn::add(st.conn.msn, 1);
     Ok(())
 }
@@ -600,7 +600,7 @@ fn on_write(
                 extra,
                 p.hdr.bth.se,
             );
-            complete_recv(qp, st, wc_status::SUCCESS, &msg, after);
+            complete_recv(qp, st, WcStatus::Success, &msg, after);
         }
         None => responder::count_received(qp, total),
     }

@@ -9,7 +9,11 @@
 
 use core::ops::DerefMut;
 
-use crate::protocol::{abi::wr_opcode as wop, limits::READ_BURST, psn};
+use crate::protocol::{
+    abi::{wr_opcode as wop, WcStatus},
+    limits::READ_BURST,
+    psn,
+};
 
 /// Packets a requester has in flight at most.
 pub(crate) const WINDOW: u32 = 256;
@@ -93,9 +97,9 @@ pub(crate) struct Rec {
     pub(crate) started: bool,
     /// A READ's or an atomic's answer is all in (it completes once it is the oldest).
     pub(crate) answered: bool,
-    /// A local error found when it was taken: it completes with this status once it is the
-    /// oldest.
-    pub(crate) failed: u32,
+    /// A local error found when it was taken (or since): it completes with this status once
+    /// it is the oldest.
+    pub(crate) failed: Option<WcStatus>,
     /// A local operation (REG_MR, LOCAL_INV, BIND_MW), executed when taken: no packets, it
     /// completes once it is the oldest.
     pub(crate) local: bool,
@@ -104,6 +108,11 @@ pub(crate) struct Rec {
 impl Rec {
     pub(crate) fn last_psn(&self) -> u32 {
         psn::add(self.first_psn, self.npkts.max(1) - 1)
+    }
+
+    /// The status it completes with once it is the oldest: its error, if it failed.
+    pub(crate) fn status(&self) -> WcStatus {
+        self.failed.unwrap_or(WcStatus::Success)
     }
 
     /// A READ or an atomic: it completes when its answer came.

@@ -231,7 +231,7 @@ int main(void)
     fn cqe_bytes_match_the_c_layout() {
         let c = abi::Cqe {
             wr_id: 0x1122_3344_5566_7788,
-            status: abi::wc_status::WR_FLUSH_ERR,
+            status: abi::WcStatus::WrFlushErr,
             opcode: abi::wc_opcode::RECV,
             byte_len: 7,
             qp_num: 0x12,
@@ -250,7 +250,53 @@ int main(void)
         assert_eq!((b[44], b[46]), (3, 1));
         assert!(b[47..].iter().all(|&x| x == 0));
         let f = abi::Cqe::flushed(9, abi::wc_opcode::SEND, 77);
-        assert_eq!((f.status, f.opcode, f.qp_num, f.wr_id), (5, 0, 77, 9));
+        assert_eq!(
+            (f.status, f.opcode, f.qp_num, f.wr_id),
+            (abi::WcStatus::WrFlushErr, 0, 77, 9)
+        );
+        assert_eq!(&f.to_bytes()[8..12], &5u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn wc_status_numbers_are_ibv_wc_status() {
+        use abi::WcStatus::*;
+        // `enum ibv_wc_status` (rdma-core's verbs.h), which `enum ib_wc_status` equals.
+        let ibv = [
+            (Success, 0),
+            (LocLenErr, 1),
+            (LocQpOpErr, 2),
+            (LocEecOpErr, 3),
+            (LocProtErr, 4),
+            (WrFlushErr, 5),
+            (MwBindErr, 6),
+            (BadRespErr, 7),
+            (LocAccessErr, 8),
+            (RemInvReqErr, 9),
+            (RemAccessErr, 10),
+            (RemOpErr, 11),
+            (RetryExcErr, 12),
+            (RnrRetryExcErr, 13),
+            (LocRddViolErr, 14),
+            (RemInvRdReqErr, 15),
+            (RemAbortErr, 16),
+            (InvEecnErr, 17),
+            (InvEecStateErr, 18),
+            (FatalErr, 19),
+            (RespTimeoutErr, 20),
+            (GeneralErr, 21),
+        ];
+        for (status, n) in ibv {
+            assert_eq!(status.to_abi(), n, "{status:?}");
+            assert_eq!(abi::WcStatus::from_abi(n), Some(status));
+        }
+        assert_eq!(abi::WcStatus::from_abi(22), None);
+        assert_eq!(abi::WcStatus::default(), Success);
+        // A CQE carries the number.
+        let c = abi::Cqe {
+            status: RnrRetryExcErr,
+            ..abi::Cqe::default()
+        };
+        assert_eq!(&c.to_bytes()[8..12], &13u32.to_ne_bytes());
     }
 
     #[test]
@@ -276,7 +322,7 @@ int main(void)
     fn cqe_round_trips_and_flags_convert() {
         let c = abi::Cqe {
             wr_id: 42,
-            status: 5,
+            status: abi::WcStatus::WrFlushErr,
             opcode: abi::wc_opcode::RECV,
             byte_len: 1000,
             imm_data: 0x0102_0304,

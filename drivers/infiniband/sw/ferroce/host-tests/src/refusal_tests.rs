@@ -4,7 +4,7 @@
 //! responder refuses, as IBTA 9.9 and rdma_rxe have it.
 
 use crate::{
-    abi::wc_status as s,
+    abi::WcStatus as s,
     refusal::{nak_status, Answer, Refusal},
     transport::NakCode,
 };
@@ -28,13 +28,7 @@ fn the_table() {
     use NakCode::*;
     // (refusal, answer on the wire, requester's status, receive WQE's status, responder to ERR)
     let table = [
-        (
-            Refusal::Dropped,
-            Silence,
-            Some(s::RETRY_EXC_ERR),
-            None,
-            false,
-        ),
+        (Refusal::Dropped, Silence, Some(s::RetryExcErr), None, false),
         (
             Refusal::OutOfSequence,
             Nak(PsnSequenceError),
@@ -46,50 +40,50 @@ fn the_table() {
         (
             Refusal::InvalidRequest,
             Nak(InvalidRequest),
-            Some(s::REM_INV_REQ_ERR),
+            Some(s::RemInvReqErr),
             None,
             true,
         ),
         (
             Refusal::RemoteAccess,
             Nak(RemoteAccessError),
-            Some(s::REM_ACCESS_ERR),
+            Some(s::RemAccessErr),
             None,
             true,
         ),
         (
             Refusal::RemoteOperational,
             Nak(RemoteOperationalError),
-            Some(s::REM_OP_ERR),
+            Some(s::RemOpErr),
             None,
             true,
         ),
         (
             Refusal::ReceiveTooShort,
             Nak(InvalidRequest),
-            Some(s::REM_INV_REQ_ERR),
-            Some(s::LOC_LEN_ERR),
+            Some(s::RemInvReqErr),
+            Some(s::LocLenErr),
             true,
         ),
         (
             Refusal::ReceiveUnusable,
             Nak(RemoteOperationalError),
-            Some(s::REM_OP_ERR),
-            Some(s::LOC_PROT_ERR),
+            Some(s::RemOpErr),
+            Some(s::LocProtErr),
             true,
         ),
         (
             Refusal::BadInvalidate,
             Nak(InvalidRequest),
-            Some(s::REM_INV_REQ_ERR),
-            Some(s::REM_INV_REQ_ERR),
+            Some(s::RemInvReqErr),
+            Some(s::RemInvReqErr),
             true,
         ),
         (
             Refusal::SourceGone,
             Silence,
-            Some(s::LOC_PROT_ERR),
-            Some(s::REM_ABORT_ERR),
+            Some(s::LocProtErr),
+            Some(s::RemAbortErr),
             false,
         ),
     ];
@@ -111,8 +105,5 @@ fn a_requester_on_the_wire_learns_what_one_by_placement_does() {
             assert_eq!(nak_status(code), why.requester_status(), "{why:?}");
         }
     }
-    assert_eq!(
-        nak_status(NakCode::InvalidRdRequest),
-        Some(s::REM_INV_REQ_ERR)
-    );
+    assert_eq!(nak_status(NakCode::InvalidRdRequest), Some(s::RemInvReqErr));
 }

@@ -3,7 +3,7 @@
 //! Host tests of a send WQE's message (`protocol/wqe.rs`), which every executor reads.
 
 use crate::{
-    abi::{self, send_flags, wc_status as s, wr_opcode as op, SendWqe, WqeUnion},
+    abi::{self, send_flags, wr_opcode as op, SendWqe, WcStatus as s, WqeUnion},
     limits,
     wqe::{allows, message, sge_list_len, Service},
 };
@@ -35,7 +35,7 @@ fn send(opcode: u32, lens: &[u32]) -> Vec<u8> {
     wqe(w, &sges(lens))
 }
 
-fn status(b: &[u8], service: Service) -> Result<u32, u32> {
+fn status(b: &[u8], service: Service) -> Result<u32, abi::WcStatus> {
     message(b, service, MAX_INLINE, MAX_SGE).map(|m| m.len)
 }
 
@@ -109,11 +109,11 @@ fn what_the_requester_refuses_and_with_which_status() {
     // An opcode the service does not send.
     assert_eq!(
         status(&send(op::RDMA_READ, &[8]), UnreliableConnected),
-        Err(s::LOC_QP_OP_ERR)
+        Err(s::LocQpOpErr)
     );
     assert_eq!(
         status(&send(op::SEND_WITH_INV, &[8]), Datagram),
-        Err(s::LOC_QP_OP_ERR)
+        Err(s::LocQpOpErr)
     );
     // Inline data with an opcode that carries none.
     let read_inline = SendWqe {
@@ -124,7 +124,7 @@ fn what_the_requester_refuses_and_with_which_status() {
     };
     assert_eq!(
         status(&wqe(read_inline, b"abcd"), ReliableConnected),
-        Err(s::LOC_QP_OP_ERR)
+        Err(s::LocQpOpErr)
     );
     // More inline bytes than the QP takes, or than the WQE holds.
     let long_inline = SendWqe {
@@ -135,7 +135,7 @@ fn what_the_requester_refuses_and_with_which_status() {
     };
     assert_eq!(
         status(&wqe(long_inline, &[0; 80]), ReliableConnected),
-        Err(s::LOC_LEN_ERR)
+        Err(s::LocLenErr)
     );
     let torn_inline = SendWqe {
         inline_len: 10,
@@ -143,19 +143,19 @@ fn what_the_requester_refuses_and_with_which_status() {
     };
     assert_eq!(
         status(&wqe(torn_inline, &[0; 4]), ReliableConnected),
-        Err(s::LOC_LEN_ERR)
+        Err(s::LocLenErr)
     );
     // More SGEs than the QP takes, or than the WQE holds.
     assert_eq!(
         status(&send(op::SEND, &[1; 5]), ReliableConnected),
-        Err(s::LOC_QP_OP_ERR)
+        Err(s::LocQpOpErr)
     );
     let mut torn = send(op::SEND, &[1, 1]);
     torn.truncate(torn.len() - 1);
-    assert_eq!(status(&torn, ReliableConnected), Err(s::LOC_QP_OP_ERR));
+    assert_eq!(status(&torn, ReliableConnected), Err(s::LocQpOpErr));
     // Longer than any message.
     let big = send(op::RDMA_WRITE, &[limits::MAX_MSG_SZ, 1]);
-    assert_eq!(status(&big, ReliableConnected), Err(s::LOC_LEN_ERR));
+    assert_eq!(status(&big, ReliableConnected), Err(s::LocLenErr));
     assert_eq!(
         status(
             &send(op::RDMA_WRITE, &[limits::MAX_MSG_SZ]),
@@ -166,7 +166,7 @@ fn what_the_requester_refuses_and_with_which_status() {
     // An atomic of other than 8 bytes.
     assert_eq!(
         status(&send(op::ATOMIC_FETCH_AND_ADD, &[4]), ReliableConnected),
-        Err(s::LOC_LEN_ERR)
+        Err(s::LocLenErr)
     );
     assert_eq!(
         status(&send(op::ATOMIC_CMP_AND_SWP, &[8]), ReliableConnected),
@@ -175,10 +175,10 @@ fn what_the_requester_refuses_and_with_which_status() {
     // An ATOMIC_WRITE with SGEs.
     assert_eq!(
         status(&send(op::ATOMIC_WRITE, &[8]), ReliableConnected),
-        Err(s::LOC_QP_OP_ERR)
+        Err(s::LocQpOpErr)
     );
     // Less than a header.
-    assert_eq!(status(&[0; 10], ReliableConnected), Err(s::LOC_QP_OP_ERR));
+    assert_eq!(status(&[0; 10], ReliableConnected), Err(s::LocQpOpErr));
 }
 
 #[test]
