@@ -308,24 +308,7 @@ fn deliver(
         Ok(r) => r,
         Err(why) => return refuse(req, dest, why),
     };
-    let dev = dest.device();
-    let (wr_id, placed) = match resp.wqe_len {
-        None => (0, copy(None)),
-        Some(wqe_len) => {
-            let wqe = &buf[..wqe_len.min(RECV_WQE_MAX)];
-            let r = match responder::receive_sges(wqe, resp.max_sge) {
-                // A malformed receive WQE: the responder's own error.
-                Err(_) => Err(Fault::Dest),
-                Ok(sges) if is_send => {
-                    let mut to = Walk::new(dev, dest.pd_id(), access::LOCAL_WRITE, sges);
-                    copy(Some(&mut to))
-                }
-                Ok(_) => copy(None),
-            };
-            let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
-            (hdr.map_or(0, abi::wqe_wr_id), r)
-        }
-    };
+    let (wr_id, placed) = place_delivery(dest, &resp, &buf, is_send, copy);
     // A SEND_WITH_INV that names no valid fast-registration MR of the responder's PD: an
     // invalid request (rxe's status for the receive too).
     let bad_inv = placed.is_ok() && inv.is_some_and(|key| !mr::invalidate(dest, key));
@@ -341,28 +324,69 @@ fn deliver(
         why.receiver_status().unwrap_or(WcStatus::WrFlushErr)
     });
     if resp.wqe_len.is_some() {
-        let extra = match (imm, inv) {
-            (_, Some(key)) if !bad_inv => Extra::Inv(key),
-            (Some(imm), _) => Extra::Imm(imm),
-            _ => Extra::None,
-        };
-        let msg = Received {
-            opcode: if is_send {
-                wc_opcode::RECV
-            } else {
-                wc_opcode::RECV_RDMA_WITH_IMM
-            },
-            len,
-            src_qp: req.qpn,
-            extra,
-            solicited: w.send_flags & send_flags::SOLICITED != 0,
-        };
+        let invalidated = inv.filter(|_| !bad_inv);
+        let msg = received_message(req, w, is_send, imm, invalidated, len);
         let cqe = responder::receive_cqe(dest, wr_id, recv_status, &msg);
         qp::complete_recv(dest, &cqe, resp.resets, fail_dest, req.may_sleep);
     } else if fail_dest {
         qp::fail(dest, req.may_sleep);
     }
     requester_outcome(refused, rc)
+}
+
+/// Places a message `dest` admitted with `copy`: given the SGEs of the receive WQE it took into
+/// `buf` for a send (`resp.wqe_len`: it took one). Returns that WQE's `wr_id` (0 if none) and
+/// the copy's result.
+fn place_delivery(
+    dest: &Qp<Ferroce>,
+    resp: &qp::Responder,
+    buf: &[u8; RECV_WQE_MAX],
+    is_send: bool,
+    copy: impl FnOnce(Option<&mut Walk<'_, '_>>) -> Result<(), Fault>,
+) -> (u64, Result<(), Fault>) {
+    let Some(wqe_len) = resp.wqe_len else {
+        return (0, copy(None));
+    };
+    let wqe = &buf[..wqe_len.min(RECV_WQE_MAX)];
+    let placed = match responder::receive_sges(wqe, resp.max_sge) {
+        // A malformed receive WQE: the responder's own error.
+        Err(_) => Err(Fault::Dest),
+        Ok(sges) if is_send => {
+            let mut to = Walk::new(dest.device(), dest.pd_id(), access::LOCAL_WRITE, sges);
+            copy(Some(&mut to))
+        }
+        Ok(_) => copy(None),
+    };
+    let hdr = wqe.first_chunk::<{ abi::RECV_WQE_HEADER }>();
+    (hdr.map_or(0, abi::wqe_wr_id), placed)
+}
+
+/// The message a delivery's receive WQE completes for: a send (`is_send`) or an RDMA WRITE
+/// with immediate data, of `len` bytes, with the immediate `imm` or the rkey `invalidated`.
+fn received_message(
+    req: &Requester,
+    w: &SendWqe,
+    is_send: bool,
+    imm: Option<u32>,
+    invalidated: Option<u32>,
+    len: u32,
+) -> Received {
+    let extra = match (imm, invalidated) {
+        (_, Some(key)) => Extra::Inv(key),
+        (Some(imm), _) => Extra::Imm(imm),
+        _ => Extra::None,
+    };
+    Received {
+        opcode: if is_send {
+            wc_opcode::RECV
+        } else {
+            wc_opcode::RECV_RDMA_WITH_IMM
+        },
+        len,
+        src_qp: req.qpn,
+        extra,
+        solicited: w.send_flags & send_flags::SOLICITED != 0,
+    }
 }
 
 /// Why a delivery was refused, if it was (`placed`: the copy's result; `bad_inv`: a
@@ -510,22 +534,65 @@ fn datagram(
     req: &Requester,
     w: &SendWqe,
     ud: WqeUnion,
-    mut src: Source<'_, '_>,
+    src: Source<'_, '_>,
     len: u32,
 ) -> Result<(), Stop> {
-    let fail = |s| Err(Stop::Status(s));
+    let to = datagram_dest(qp, req, ud, len).map_err(Stop::Status)?;
+    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
+    let solicited = w.send_flags & send_flags::SOLICITED != 0;
+    if !to.ah.local {
+        // Another host: one packet on the wire.
+        return crate::net::wire::send_datagram(
+            qp,
+            &to.ah.av,
+            to.remote_qpn,
+            to.qkey,
+            imm,
+            solicited,
+            src,
+            len,
+        )
+        .map_err(Stop::Status);
+    }
+    let info = DatagramInfo {
+        src_qp: req.qpn,
+        sl: to.ah.av.sl,
+        solicited,
+        imm,
+        ipv4: to.ah.av.network == Network::Ipv4,
+    };
+    datagram_to_local_qp(qp, req, &to, &info, src, len)
+}
+
+/// Where a datagram goes, checked.
+struct DatagramDest {
+    /// The AH's destination.
+    ah: ah::Dest,
+    remote_qpn: u32,
+    /// The Q_Key it carries.
+    qkey: u32,
+}
+
+/// The destination of a datagram of `len` bytes in the UD union `ud` of `qp`'s send WQE: an AH
+/// of the QP's PD, a length within one packet. `Err` is the completion status.
+fn datagram_dest(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    ud: WqeUnion,
+    len: u32,
+) -> Result<DatagramDest, WcStatus> {
     let WqeUnion::Ud {
         ah_num,
         remote_qpn,
         remote_qkey,
     } = ud
     else {
-        return fail(WcStatus::LocQpOpErr);
+        return Err(WcStatus::LocQpOpErr);
     };
     let dev = qp.device();
-    let Some(to) = ah::dest(&dev.data().ah_dests, ah_num).filter(|d| d.pd == qp.pd_id()) else {
+    let Some(ah) = ah::dest(&dev.data().ah_dests, ah_num).filter(|d| d.pd == qp.pd_id()) else {
         // Not an AH of this QP's PD (the provider names AHs by number).
-        return fail(WcStatus::LocQpOpErr);
+        return Err(WcStatus::LocQpOpErr);
     };
     // A datagram is one packet.
     let mtu = dev
@@ -533,7 +600,7 @@ fn datagram(
         .netdev()
         .map_or(256, |nd| active_mtu(&nd).bytes());
     if len > mtu {
-        return fail(WcStatus::LocLenErr);
+        return Err(WcStatus::LocLenErr);
     }
     // A Q_Key with the high bit set means the sender's own (IBTA 10.2.5).
     let qkey = if remote_qkey & 0x8000_0000 != 0 {
@@ -541,34 +608,40 @@ fn datagram(
     } else {
         remote_qkey
     };
-    let imm = (w.opcode == op::SEND_WITH_IMM).then_some(w.imm_data);
-    if !to.local {
-        // Another host: one packet on the wire.
-        let solicited = w.send_flags & send_flags::SOLICITED != 0;
-        return crate::net::wire::send_datagram(
-            qp, &to.av, remote_qpn, qkey, imm, solicited, src, len,
-        )
-        .map_err(Stop::Status);
-    }
+    Ok(DatagramDest {
+        ah,
+        remote_qpn,
+        qkey,
+    })
+}
+
+/// A datagram to a QP of this device (`to`, whose AH is local): placed in its next receive WQE,
+/// or dropped.
+fn datagram_to_local_qp(
+    qp: &Qp<Ferroce>,
+    req: &Requester,
+    to: &DatagramDest,
+    info: &DatagramInfo,
+    mut src: Source<'_, '_>,
+    len: u32,
+) -> Result<(), Stop> {
+    let dev = qp.device();
     let counters = &dev.data().counters;
-    let Some(dest) = dev.qp(remote_qpn) else {
+    let Some(dest) = dev.qp(to.remote_qpn) else {
         counters.add(Stat::Dropped, 1);
         return Ok(());
     };
-    let header = grh::ud_grh(&crate::net::wire::route(&to.av, 0), len, imm.is_some());
+    let header = grh::ud_grh(
+        &crate::net::wire::route(&to.ah.av, 0),
+        len,
+        info.imm.is_some(),
+    );
     let mut aborted = false;
     let mut buf = [0u8; RECV_WQE_MAX];
-    let info = DatagramInfo {
-        src_qp: req.qpn,
-        sl: to.av.sl,
-        solicited: w.send_flags & send_flags::SOLICITED != 0,
-        imm,
-        ipv4: to.av.network == Network::Ipv4,
-    };
     // Placed under the receiver's lock (a datagram is at most 4 KiB), so that datagrams from
     // many senders complete in the order of the receive WQEs.
     let place_into = |wqe: &[u8], max_sge: u32| {
-        let (cqe, src_failed) = place_datagram(&dest, wqe, max_sge, &header, &mut src, len, &info);
+        let (cqe, src_failed) = place_datagram(&dest, wqe, max_sge, &header, &mut src, len, info);
         aborted = src_failed;
         cqe
     };
@@ -576,7 +649,7 @@ fn datagram(
         &dest,
         req.qpn,
         req.qp_type,
-        qkey,
+        to.qkey,
         len,
         &mut buf,
         place_into,
@@ -590,7 +663,7 @@ fn datagram(
     }
     if aborted {
         // The sender's memory went away under the copy.
-        return fail(WcStatus::LocProtErr);
+        return Err(Stop::Status(WcStatus::LocProtErr));
     }
     Ok(())
 }
