@@ -441,21 +441,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
     let t = tx.t;
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
         (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
-            let off = t.off.min(m.len);
-            let reth = Reth {
-                va: remote_addr.wrapping_add(off.into()),
-                rkey,
-                dma_len: t.read_end.min(m.len).saturating_sub(off),
-            };
-            let bth = tx.bth(op::RDMA_READ_REQUEST, t.psn, true, false);
-            (
-                Headers {
-                    bth,
-                    reth: Some(reth),
-                    ..Headers::default()
-                },
-                &[],
-            )
+            (read_request(tx, m.len, remote_addr, rkey), &[])
         }
         (
             wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD,
@@ -466,26 +452,9 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
                 rkey,
             },
         ) => {
-            let (opc, swap_add, compare) = if m.w.opcode == wop::ATOMIC_CMP_AND_SWP {
-                (op::COMPARE_SWAP, swap, compare_add)
-            } else {
-                (op::FETCH_ADD, compare_add, 0)
-            };
-            let eth = AtomicEth {
-                va: remote_addr,
-                rkey,
-                swap_add,
-                compare,
-            };
-            let bth = tx.bth(opc, t.psn, true, false);
-            (
-                Headers {
-                    bth,
-                    atomic_eth: Some(eth),
-                    ..Headers::default()
-                },
-                &[],
-            )
+            let compare_swap = m.w.opcode == wop::ATOMIC_CMP_AND_SWP;
+            let h = atomic_request(tx, compare_swap, remote_addr, rkey, compare_add, swap);
+            (h, &[])
         }
         (
             wop::ATOMIC_WRITE,
@@ -493,21 +462,8 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
                 remote_addr, rkey, ..
             },
         ) => {
-            let reth = Reth {
-                va: remote_addr,
-                rkey,
-                dma_len: 8,
-            };
-            let bth = tx.bth(op::ATOMIC_WRITE, t.psn, true, false);
             let value = m.inline.ok_or(WcStatus::LocQpOpErr)?;
-            (
-                Headers {
-                    bth,
-                    reth: Some(reth),
-                    ..Headers::default()
-                },
-                value,
-            )
+            (atomic_write_request(tx, remote_addr, rkey), value)
         }
         _ => return Err(WcStatus::LocQpOpErr),
     };
@@ -518,6 +474,66 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
     // A packet lost here is a packet lost on the wire: the timer sends it again.
     let _ = wire::transmit(tx.dev, tx.netdev, &t.route, &h, payload.len(), fill);
     Ok(())
+}
+
+/// The headers of a READ request for the bytes `t.off..t.read_end` of a READ of `len` bytes
+/// from `remote_addr` under `rkey`.
+fn read_request(tx: &Tx<'_>, len: u32, remote_addr: u64, rkey: u32) -> Headers {
+    let t = tx.t;
+    let off = t.off.min(len);
+    let reth = Reth {
+        va: remote_addr.wrapping_add(off.into()),
+        rkey,
+        dma_len: t.read_end.min(len).saturating_sub(off),
+    };
+    Headers {
+        bth: tx.bth(op::RDMA_READ_REQUEST, t.psn, true, false),
+        reth: Some(reth),
+        ..Headers::default()
+    }
+}
+
+/// The headers of a compare-and-swap (`compare_swap`) or a fetch-and-add on the word at
+/// `remote_addr` under `rkey`, with the operands of the WQE's atomic union.
+fn atomic_request(
+    tx: &Tx<'_>,
+    compare_swap: bool,
+    remote_addr: u64,
+    rkey: u32,
+    compare_add: u64,
+    swap: u64,
+) -> Headers {
+    let (opc, swap_add, compare) = if compare_swap {
+        (op::COMPARE_SWAP, swap, compare_add)
+    } else {
+        (op::FETCH_ADD, compare_add, 0)
+    };
+    let eth = AtomicEth {
+        va: remote_addr,
+        rkey,
+        swap_add,
+        compare,
+    };
+    Headers {
+        bth: tx.bth(opc, tx.t.psn, true, false),
+        atomic_eth: Some(eth),
+        ..Headers::default()
+    }
+}
+
+/// The headers of an ATOMIC_WRITE to the word at `remote_addr` under `rkey` (its 8 bytes are
+/// the payload).
+fn atomic_write_request(tx: &Tx<'_>, remote_addr: u64, rkey: u32) -> Headers {
+    let reth = Reth {
+        va: remote_addr,
+        rkey,
+        dma_len: 8,
+    };
+    Headers {
+        bth: tx.bth(op::ATOMIC_WRITE, tx.t.psn, true, false),
+        reth: Some(reth),
+        ..Headers::default()
+    }
 }
 
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
