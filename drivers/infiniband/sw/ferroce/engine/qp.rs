@@ -8,8 +8,8 @@ use kernel::{
     new_spinlock_irq,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mtu, Pd, Qp, QpAttr, QpCap, QpEvent,
-        QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
+        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mr, Mtu, Pd, Qp, QpAttr, QpCap,
+        QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
     },
     sync::{barrier::smp_mb, Mutex, SpinLockIrq},
 };
@@ -811,8 +811,30 @@ pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
 
 /// The WQE opcode, immediate/invalidate word and union of a kernel send work request.
 fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)> {
+    let (op, ex, un) = op_ex_and_union(&wr.op)?;
+    // A UD (or GSI) QP's requests carry their destination (the layer saw to it); they send.
+    let Some(dest) = wr.ud.as_ref() else {
+        return Ok((op, ex, un));
+    };
+    if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+        return Err(EINVAL);
+    }
+    Ok((
+        op,
+        ex,
+        WqeUnion::Ud {
+            ah_num: dest.ah.data().num.get(),
+            remote_qpn: dest.remote_qpn,
+            remote_qkey: dest.remote_qkey,
+        },
+    ))
+}
+
+/// The WQE opcode, immediate/invalidate word and union of a kernel send operation (a UD
+/// destination aside).
+fn op_ex_and_union(op: &SendOp<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)> {
     use abi::wr_opcode as o;
-    let (op, ex, un) = match wr.op {
+    Ok(match *op {
         SendOp::Send => (o::SEND, 0, WqeUnion::None),
         SendOp::SendWithImm(imm) => (o::SEND_WITH_IMM, imm, WqeUnion::None),
         SendOp::SendWithInv(rkey) => (o::SEND_WITH_INV, rkey, WqeUnion::None),
@@ -839,12 +861,7 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)>
         } => (
             o::ATOMIC_CMP_AND_SWP,
             0,
-            WqeUnion::Atomic {
-                remote_addr,
-                compare_add: compare,
-                swap,
-                rkey,
-            },
+            atomic_union(remote_addr, rkey, compare, swap),
         ),
         SendOp::FetchAdd {
             remote_addr,
@@ -853,47 +870,36 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)>
         } => (
             o::ATOMIC_FETCH_AND_ADD,
             0,
-            WqeUnion::Atomic {
-                remote_addr,
-                compare_add: add,
-                swap: 0,
-                rkey,
-            },
+            atomic_union(remote_addr, rkey, add, 0),
         ),
         SendOp::LocalInv(rkey) => (o::LOCAL_INV, rkey, WqeUnion::None),
-        SendOp::RegMr { mr, key, access } => {
-            let mr_key = mr::fast_reg_key(mr).ok_or(EINVAL)?;
-            // The new key keeps the MR's index; only the key byte may change.
-            if key >> 8 != mr_key >> 8 {
-                return Err(EINVAL);
-            }
-            (
-                o::REG_MR,
-                0,
-                WqeUnion::Reg {
-                    mr_key,
-                    key,
-                    access,
-                },
-            )
-        }
-    };
-    // A UD (or GSI) QP's requests carry their destination (the layer saw to it); they send.
-    let Some(dest) = wr.ud.as_ref() else {
-        return Ok((op, ex, un));
-    };
-    if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+        SendOp::RegMr { mr, key, access } => (o::REG_MR, 0, reg_mr_union(mr, key, access)?),
+    })
+}
+
+/// The union of an atomic on the word at `remote_addr` under `rkey`: `compare_add` is a
+/// compare-and-swap's compare value or a fetch-and-add's addend.
+fn atomic_union(remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) -> WqeUnion {
+    WqeUnion::Atomic {
+        remote_addr,
+        compare_add,
+        swap,
+        rkey,
+    }
+}
+
+/// The union of a fast registration of `mr` (one from `alloc_mr`) under `key` with `access`.
+fn reg_mr_union(mr: &Mr<Ferroce>, key: u32, access: u32) -> Result<WqeUnion> {
+    let mr_key = mr::fast_reg_key(mr).ok_or(EINVAL)?;
+    // The new key keeps the MR's index; only the key byte may change.
+    if key >> 8 != mr_key >> 8 {
         return Err(EINVAL);
     }
-    Ok((
-        op,
-        ex,
-        WqeUnion::Ud {
-            ah_num: dest.ah.data().num.get(),
-            remote_qpn: dest.remote_qpn,
-            remote_qkey: dest.remote_qkey,
-        },
-    ))
+    Ok(WqeUnion::Reg {
+        mr_key,
+        key,
+        access,
+    })
 }
 
 /// Queues a kernel user's receive work request in the RQ ring.
