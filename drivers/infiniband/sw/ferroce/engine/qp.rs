@@ -255,6 +255,55 @@ pub(crate) fn create(
     uctx: Option<&UContext<Ferroce>>,
     udata: &mut Udata<'_>,
 ) -> Result<(impl PinInit<QpData, Error>, u32)> {
+    check_init(init, uctx, udata)?;
+    let (sq, rq) = create_queues(init, uctx, udata)?;
+    let attr = reset_attr(init.cap);
+    let dev = pd.device().data();
+    let number = if init.qp_type == QpType::Gsi {
+        QpNumber::Gsi {
+            _held: GsiSlot::take(&dev.gsi_qp)?,
+        }
+    } else {
+        QpNumber::Table(Number::take(&dev.qpns)?)
+    };
+    let qpn = number.get();
+    let init = *init;
+    let conn = rc::Conn::new(init.cap.max_send_wr, init.qp_type == QpType::Rc)?;
+    let serial = dev.qp_serials.fetch_add(1, Ordering::Relaxed);
+    let data = try_pin_init!(QpData {
+        _number: number,
+        serial,
+        init,
+        state <- new_spinlock_irq!(
+            QpShared {
+                attr,
+                sq,
+                rq,
+                peer_local: false,
+                peer_serial: None,
+                sending: false,
+                sq_to_work: false,
+                rnr_wait: false,
+                kicks: 0,
+                resets: 0,
+                rnr_waiter: None,
+                receiving: false,
+                conn,
+            },
+            "ferroce:qp"
+        ),
+        ud_psn: AtomicU32::new(0),
+    });
+    Ok((data, qpn))
+}
+
+/// Checks what a new QP asks for against what ferroce creates; a QP with an SRQ asks for no
+/// receive queue of its own.
+fn check_init(
+    init: &mut QpInitAttr,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result {
     if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -275,6 +324,17 @@ pub(crate) fn create(
     {
         return Err(EINVAL);
     }
+    Ok(())
+}
+
+/// Creates a new QP's send queue and (without an SRQ) receive queue for `init.cap`, which
+/// becomes what they hold; describes them to user space.
+fn create_queues(
+    init: &mut QpInitAttr,
+    uctx: Option<&UContext<Ferroce>>,
+    udata: &mut Udata<'_>,
+) -> Result<(WorkQueue, Option<WorkQueue>)> {
+    let cap = init.cap;
     let sq_entries = entries(cap.max_send_wr)?;
     let (sq_wqe, rq_wqe) = abi::wqe_sizes(cap.max_send_sge, cap.max_inline_data, cap.max_recv_sge);
     let sq = WorkQueue::new(uctx, sq_entries, sq_wqe)?;
@@ -303,7 +363,12 @@ pub(crate) fn create(
             rq.as_ref().map_or(0, |_| rq_wqe),
         ))?;
     }
-    let attr = QpAttr {
+    Ok((sq, rq))
+}
+
+/// The attributes of a new QP (in RESET) with the capabilities `cap`.
+fn reset_attr(cap: QpCap) -> QpAttr {
+    QpAttr {
         qp_state: QpState::Reset,
         cur_qp_state: QpState::Reset,
         path_mtu: Mtu::Mtu1024 as u32,
@@ -322,45 +387,8 @@ pub(crate) fn create(
         timeout: 0,
         retry_cnt: 0,
         rnr_retry: 0,
-        cap: init.cap,
-    };
-    let dev = pd.device().data();
-    let number = if init.qp_type == QpType::Gsi {
-        QpNumber::Gsi {
-            _held: GsiSlot::take(&dev.gsi_qp)?,
-        }
-    } else {
-        QpNumber::Table(Number::take(&dev.qpns)?)
-    };
-    let qpn = number.get();
-    let init = *init;
-    let conn = rc::Conn::new(sq_entries, init.qp_type == QpType::Rc)?;
-    let serial = dev.qp_serials.fetch_add(1, Ordering::Relaxed);
-    let data = try_pin_init!(QpData {
-        _number: number,
-        serial,
-        init,
-        state <- new_spinlock_irq!(
-            QpShared {
-                attr,
-                sq,
-                rq,
-                peer_local: false,
-                peer_serial: None,
-                sending: false,
-                sq_to_work: false,
-                rnr_wait: false,
-                kicks: 0,
-                resets: 0,
-                rnr_waiter: None,
-                receiving: false,
-                conn,
-            },
-            "ferroce:qp"
-        ),
-        ud_psn: AtomicU32::new(0),
-    });
-    Ok((data, qpn))
+        cap,
+    }
 }
 
 /// The number of the general services QP (QP1); other QPs are numbered from 256 on (keys.rs).
