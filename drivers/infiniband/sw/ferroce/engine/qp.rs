@@ -485,7 +485,27 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if !modify_is_ok(cur, next, data.init.qp_type, mask) {
         return Err(EINVAL);
     }
-    let a = &mut st.attr;
+    take_attrs(&mut st.attr, attr, mask);
+    st.attr.qp_state = next;
+    st.attr.cur_qp_state = next;
+    set_conn(&mut st, mask);
+    if let Some(local) = peer_local {
+        st.peer_local = local;
+    }
+    if let Some(serial) = peer_serial {
+        st.peer_serial = serial;
+    }
+    let mut after = After::default();
+    if next != cur {
+        enter_state(qp, &mut st, cur, next, &mut after);
+    }
+    drop(st);
+    after.run(qp, qp.is_user());
+    Ok(())
+}
+
+/// Takes into `a`, a QP's attributes, those of `attr` that `mask` names (the state aside).
+fn take_attrs(a: &mut QpAttr, attr: &QpAttr, mask: u32) {
     macro_rules! take {
         ($bit:expr, $($field:ident),+) => {
             if mask & $bit != 0 {
@@ -509,8 +529,12 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take!(m::MAX_QP_RD_ATOMIC, max_rd_atomic);
     take!(m::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
     take!(m::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
-    a.qp_state = next;
-    a.cur_qp_state = next;
+}
+
+/// Passes the PSNs and retry counts that `mask` set in the QP's attributes on to its
+/// connection.
+fn set_conn(st: &mut QpShared, mask: u32) {
+    let a = &st.attr;
     let (rq_psn, sq_psn, retry_cnt, rnr_retry) = (a.rq_psn, a.sq_psn, a.retry_cnt, a.rnr_retry);
     if mask & m::RQ_PSN != 0 {
         st.conn.set_rq_psn(rq_psn);
@@ -521,49 +545,48 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     if mask & (m::RETRY_CNT | m::RNR_RETRY) != 0 {
         st.conn.set_retries(retry_cnt, rnr_retry);
     }
-    if let Some(local) = peer_local {
-        st.peer_local = local;
-    }
-    if let Some(serial) = peer_serial {
-        st.peer_serial = serial;
-    }
-    let mut after = After::default();
-    if next != cur {
-        match next {
-            QpState::Err => {
-                // Entered as the data path enters it; `enter_error` sees the old state.
-                st.attr.qp_state = cur;
-                st.enter_error(qp, &mut after);
-            }
-            QpState::Reset => {
-                // Back to empty queues: posted work is dropped without completions, the WQE a
-                // running executor holds included (it sees `resets` change), and so is a
-                // receive being placed. A waiting requester is let go (to fail).
-                st.resets = st.resets.wrapping_add(1);
-                st.rnr_wait = false;
-                st.conn.reset();
-                after.waiter = st.rnr_waiter.take();
-                let _ = st.sq.discard();
-                if let Some(rq) = &mut st.rq {
-                    let _ = rq.discard();
-                    let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
-                }
-            }
-            QpState::Sqd => {
-                // SQD starts no new message; the SQ is drained once none is in flight. Direct
-                // placement completes each message in the call that starts it, so that is at
-                // once (a WQE an executor is placing right now completes before the event
-                // is of use to anybody: the owner must still poll for it).
-                after.sq_drained = st.attr.en_sqd_async_notify != 0;
-            }
-            // Back from SQD or SQE: work posted meanwhile runs now.
-            QpState::Rts => after.restart = true,
-            _ => {}
+}
+
+/// What the move of a QP from the state `cur` to `next` (another) does, beside the state
+/// itself (already `next` in `st.attr`).
+fn enter_state(
+    qp: &Qp<Ferroce>,
+    st: &mut QpShared,
+    cur: QpState,
+    next: QpState,
+    after: &mut After,
+) {
+    match next {
+        QpState::Err => {
+            // Entered as the data path enters it; `enter_error` sees the old state.
+            st.attr.qp_state = cur;
+            st.enter_error(qp, after);
         }
+        QpState::Reset => {
+            // Back to empty queues: posted work is dropped without completions, the WQE a
+            // running executor holds included (it sees `resets` change), and so is a
+            // receive being placed. A waiting requester is let go (to fail).
+            st.resets = st.resets.wrapping_add(1);
+            st.rnr_wait = false;
+            st.conn.reset();
+            after.waiter = st.rnr_waiter.take();
+            let _ = st.sq.discard();
+            if let Some(rq) = &mut st.rq {
+                let _ = rq.discard();
+                let _ = rq.set_flag(abi::QUEUE_NEED_WAKEUP, false);
+            }
+        }
+        QpState::Sqd => {
+            // SQD starts no new message; the SQ is drained once none is in flight. Direct
+            // placement completes each message in the call that starts it, so that is at
+            // once (a WQE an executor is placing right now completes before the event
+            // is of use to anybody: the owner must still poll for it).
+            after.sq_drained = st.attr.en_sqd_async_notify != 0;
+        }
+        // Back from SQD or SQE: work posted meanwhile runs now.
+        QpState::Rts => after.restart = true,
+        _ => {}
     }
-    drop(st);
-    after.run(qp, qp.is_user());
-    Ok(())
 }
 
 /// The driver's part of destroying a QP (it is unpublished already): a QP waiting for this
