@@ -51,7 +51,7 @@ bench: module provider
 	qemu/bench/run-host
 
 soak: module provider
-	FERROCE_SOAK_MINUTES=$${SOAK_MINUTES:-30} qemu/run --timeout $$(( ($${SOAK_MINUTES:-30} + 15) * 60 )) -- qemu/soak
+	FERROCE_SOAK_MINUTES=$${SOAK_MINUTES:-30} qemu/run --timeout $$(( ($${SOAK_MINUTES:-30} + 30) * 60 )) -- qemu/soak
 
 shell: module provider
 	qemu/run --shell
