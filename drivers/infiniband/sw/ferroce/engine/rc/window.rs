@@ -720,7 +720,11 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         let mtu = mtu.max(1);
         for j in 0..self.count {
             let mut r = self.rec(j);
-            if r.op != wop::RDMA_READ || !r.started || r.local || r.answered {
+            if !r.started || psn::diff(r.first_psn, p) > 0 {
+                // Records are in PSN order: none from here on misses a packet before `p`.
+                break;
+            }
+            if r.op != wop::RDMA_READ || r.local || r.answered {
                 continue;
             }
             let missing = psn::add(r.first_psn, r.done / mtu);
