@@ -96,6 +96,34 @@ pub(crate) struct Turn {
     wqe_len: usize,
 }
 
+impl Turn {
+    /// A turn to the QP's peer `av`, from the QP's state now; where it starts, how far a READ
+    /// asks and how many packets are the caller's (here: none, at PSN 0).
+    fn of(
+        qp: &Qp<Ferroce>,
+        st: &QpShared,
+        av: &kernel::rdma::AddressVector,
+        uc: bool,
+        mtu: u32,
+        wqe_len: usize,
+    ) -> Turn {
+        Turn {
+            route: wire::route(av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
+            dest_qpn: st.attr.dest_qp_num,
+            mtu,
+            psn: 0,
+            off: 0,
+            read_end: 0,
+            gen: st.conn.tx.gen(),
+            resets: st.resets,
+            rc: !uc,
+            budget: 0,
+            cap: st.attr.cap,
+            wqe_len,
+        }
+    }
+}
+
 /// Sends the turn `turn` of the record `rec` (the executor read its WQE into `wqe`).
 pub(crate) fn send(
     qp: &Qp<Ferroce>,
@@ -148,18 +176,11 @@ fn repair(qp: &Qp<Ferroce>, st: &mut QpShared, uc: bool, wqe: &mut [u8]) -> Opti
     st.sq.peek(ask.index as u32, wqe).ok()?;
     qp.device().data().counters.add(Stat::Retransmits, 1);
     let turn = Turn {
-        route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
-        dest_qpn: st.attr.dest_qp_num,
-        mtu,
         psn: ask.psn,
         off: ask.off,
         read_end: ask.end,
-        gen: st.conn.tx.gen(),
-        resets: st.resets,
-        rc: !uc,
         budget: 1,
-        cap: st.attr.cap,
-        wqe_len: wqe.len(),
+        ..Turn::of(qp, st, &av, uc, mtu, wqe.len())
     };
     if st.conn.timer == TimerUse::Idle {
         arm_ack_timer(qp, st);
@@ -296,18 +317,10 @@ fn plan_next_turn(
     }
     let plan = plan_turn(&rec, st.conn.tx.off(), mtu, BURST.min(room));
     let mut turn = Turn {
-        route: wire::route(&av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
-        dest_qpn: st.attr.dest_qp_num,
-        mtu,
         psn: st.conn.tx.psn(),
         off: st.conn.tx.off(),
-        read_end: 0,
-        gen: st.conn.tx.gen(),
-        resets: st.resets,
-        rc: !uc,
         budget: plan.pkts,
-        cap: st.attr.cap,
-        wqe_len: wqe.len(),
+        ..Turn::of(qp, st, &av, uc, mtu, wqe.len())
     };
     turn.read_end = st.conn.tx.take_turn(&plan, mtu);
     if !uc && st.conn.timer == TimerUse::Idle {
