@@ -51,7 +51,9 @@ bench: module provider
 	qemu/bench/run-host
 
 soak: module provider
-	FERROCE_SOAK_MINUTES=$${SOAK_MINUTES:-30} qemu/run --timeout $$(( ($${SOAK_MINUTES:-30} + 30) * 60 )) -- qemu/soak
+	mkdir -p out
+	FERROCE_SOAK_MINUTES=$${SOAK_MINUTES:-30} qemu/run --timeout $$(( ($${SOAK_MINUTES:-30} + 30) * 60 )) \
+		--console out/soak-console.log -- qemu/soak
 
 shell: module provider
 	qemu/run --shell
