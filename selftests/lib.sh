@@ -409,3 +409,30 @@ print(f"  {ran.group(0)}: {sum(r[2] == 'ok' for r in results)} ok")
 sys.exit(1 if bad else 0)
 PY
 }
+
+# ferroce_over_veth NS_A IP_A DEV_A NS_B IP_B DEV_B: two namespaces joined by a
+# veth (NS_A0 and NS_B0, static neighbours), a ferroce device on each end,
+# each with its RoCE v2 GID up.
+ferroce_over_veth() {
+	add_netns "$1"
+	add_netns "$4"
+	add_veth "${1}0" "$1" "$2" "${4}0" "$4" "$5"
+	static_neighbours "${1}0" "$1" "$2" "${4}0" "$4" "$5"
+	ferroce_add "$3" "${1}0" "$1"
+	ferroce_add "$6" "${4}0" "$4"
+	roce_gid "$3" "$2" >/dev/null || fail "$3 has no RoCE v2 GID"
+	roce_gid "$6" "$5" >/dev/null || fail "$6 has no RoCE v2 GID"
+}
+
+# no_objects_left SECONDS DEV...: each DEV's QPs, CQs, MRs and PDs are back at
+# their creation-time counts within SECONDS, or the test fails naming them.
+no_objects_left() {
+	local secs=$1 d t
+	shift
+	for d in "$@"; do
+		for t in qp cq mr pd; do
+			wait_for "$secs" res_at_baseline "$d" $t ||
+				fail "$d: $t objects left: $(rdma resource show "$d")"
+		done
+	done
+}

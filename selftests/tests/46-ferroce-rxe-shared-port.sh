@@ -168,9 +168,5 @@ rx_after=$(($(counter rcvd_msgs "$(rdma statistic show link sfa/1)") +
 	$(counter rcvd_msgs "$(rdma statistic show link sfb/1)")))
 echo "sfa and sfb received $((rx_after - rx_before)) messages after rdma_rxe arrived"
 [ "$rx_after" -gt "$((rx_before + 100))" ] || fail "sfa and sfb received too little after rdma_rxe arrived"
-for d in sfa sfb; do
-	for t in qp cq mr pd; do
-		wait_for 5 res_at_baseline $d $t || fail "$d: $t objects left: $(rdma resource show $d)"
-	done
-done
+no_objects_left 5 sfa sfb
 echo "ferroce and rdma_rxe share the namespaces' RoCEv2 port in either load order"

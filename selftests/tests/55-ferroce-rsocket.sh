@@ -14,14 +14,7 @@
 # SOCK_STREAM rsocket's preload takes over, so they stay TCP.)
 . "$(dirname "$0")/../lib.sh"
 
-add_netns fra
-add_netns frb
-add_veth fra0 fra 10.85.0.1 frb0 frb 10.85.0.2
-static_neighbours fra0 fra 10.85.0.1 frb0 frb 10.85.0.2
-ferroce_add ferroce1 fra0 fra
-ferroce_add ferroce2 frb0 frb
-roce_gid ferroce1 10.85.0.1 >/dev/null || fail "ferroce1 has no RoCE v2 GID"
-roce_gid ferroce2 10.85.0.2 >/dev/null || fail "ferroce2 has no RoCE v2 GID"
+ferroce_over_veth fra 10.85.0.1 ferroce1 frb 10.85.0.2 ferroce2
 
 # rsocket servers listen through rdma_cm: the client starts once the
 # listening ID is there.
@@ -52,8 +45,4 @@ after=$(( $(pkts ferroce1) + $(pkts ferroce2) ))
 	fail "ferroce took in $((after - before)) packets: rsocket did not run over it"
 echo "ferroce took in $((after - before)) packets for rstream and riostream"
 
-for d in ferroce1 ferroce2; do
-	for t in qp cq mr pd; do
-		wait_for 10 res_at_baseline $d $t || fail "$d: $t objects left: $(rdma resource show $d)"
-	done
-done
+no_objects_left 10 ferroce1 ferroce2

@@ -12,14 +12,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v qperf >/dev/null || fail "no qperf (qemu/setup installs it)"
-add_netns fqa
-add_netns fqb
-add_veth fqa0 fqa 10.86.0.1 fqb0 fqb 10.86.0.2
-static_neighbours fqa0 fqa 10.86.0.1 fqb0 fqb 10.86.0.2
-ferroce_add ferroce1 fqa0 fqa
-ferroce_add ferroce2 fqb0 fqb
-roce_gid ferroce1 10.86.0.1 >/dev/null || fail "ferroce1 has no RoCE v2 GID"
-roce_gid ferroce2 10.86.0.2 >/dev/null || fail "ferroce2 has no RoCE v2 GID"
+ferroce_over_veth fqa 10.86.0.1 ferroce1 fqb 10.86.0.2 ferroce2
 
 timeout 300 ip netns exec fqa qperf >/tmp/qperf-server.log 2>&1 &
 server=$!
@@ -56,9 +49,5 @@ qperf_run rc_bw -m 64K
 
 timeout 30 ip netns exec fqb qperf 10.86.0.1 quit >/dev/null 2>&1
 wait $server
-for d in ferroce1 ferroce2; do
-	for t in qp cq mr pd; do
-		wait_for 10 res_at_baseline $d $t || fail "$d: $t objects left: $(rdma resource show $d)"
-	done
-done
+no_objects_left 10 ferroce1 ferroce2
 echo "qperf runs over ferroce through rdma_cm"
