@@ -436,3 +436,126 @@ no_objects_left() {
 		done
 	done
 }
+
+# Two guests (qemu/pair): FERROCE_PAIR_ROLE is a or b, FERROCE_PAIR_SELF and
+# FERROCE_PAIR_PEER the two addresses on the link between them.
+pair_role() { echo "${FERROCE_PAIR_ROLE:?not in a qemu/pair guest}"; }
+
+# pair_link: the NIC of the link between the guests, renamed fab0, up with
+# this guest's address (idempotent).
+pair_link() {
+	local dev
+	[ -e /sys/class/net/fab0 ] && return 0
+	dev=$(ip -o link | awk -v m="${FERROCE_PAIR_MAC:?}" 'tolower($0) ~ m { sub(":", "", $2); print $2; exit }')
+	[ -n "$dev" ] || fail "no NIC with the pair link's MAC $FERROCE_PAIR_MAC"
+	ip link set "$dev" down
+	ip link set "$dev" name fab0
+	ip addr add "$FERROCE_PAIR_SELF/24" dev fab0
+	ip link set fab0 up
+}
+
+# pair_sync NAME [VALUE]: wait (up to FERROCE_PAIR_WAIT seconds, default
+# 600) until the other guest reaches the point NAME too; both exchange a
+# VALUE (default 0) over TCP port 19000 of the link, and each prints the
+# other's.  Guest a listens, b calls until a answers.  Fails if the two
+# guests name different points (they are out of step).
+pair_sync() {
+	local name=$1 value=${2:-0}
+	python3 - "$(pair_role)" "$FERROCE_PAIR_SELF" "$FERROCE_PAIR_PEER" "$name" "$value" \
+		"${FERROCE_PAIR_WAIT:-600}" <<'PY'
+import socket, sys, time
+role, me, peer, name, value, wait = sys.argv[1:]
+deadline = time.time() + int(wait)
+mine = f"{name} {value}".encode()
+
+def exchange(c):
+    c.settimeout(max(1, deadline - time.time()))
+    c.sendall(mine + b"\n")
+    got = b""
+    while not got.endswith(b"\n"):
+        b = c.recv(4096)
+        if not b:
+            break
+        got += b
+    # (A point's name may hold spaces, its value none.)
+    n, _, v = got.decode().strip().rpartition(" ")
+    if n != name:
+        sys.exit(f"pair_sync: this guest is at '{name}', the other at '{n}'")
+    print(v)
+
+if role == "a":
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((me, 19000))
+    s.listen(1)
+    s.settimeout(max(1, deadline - time.time()))
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        sys.exit(f"pair_sync: the other guest never reached '{name}'")
+    # Closed before answering: b's call for the next point cannot reach
+    # this point's listener.
+    s.close()
+    exchange(c)
+else:
+    while True:
+        try:
+            c = socket.create_connection((peer, 19000), timeout=2)
+            break
+        except OSError:
+            if time.time() > deadline:
+                sys.exit(f"pair_sync: the other guest never reached '{name}'")
+            time.sleep(0.5)
+    exchange(c)
+PY
+}
+
+# pair_run SERVER_ROLE LABEL READY SERVER_CMD... [-- CLIENT_CMD...]: a
+# client/server tool across the two guests: the guest in SERVER_ROLE runs
+# SERVER_CMD; once READY says it listens ("tcp" for perftest's and the
+# pingpongs' port 18515, "rdma_cm" for an rdma_cm listener on this guest's
+# address), the other guest runs CLIENT_CMD (default: SERVER_CMD) with the
+# server's address last.  Both print their tool's output; each fails if its
+# own side failed, and the guests meet at the end so that a failure on one
+# side does not leave the other waiting.
+pair_run() {
+	local srole=$1 label=$2 ready=$3 pid rc=0
+	local -a srv=() cli=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	if [ $# -gt 0 ]; then
+		shift
+		cli=("$@")
+	else
+		cli=("${srv[@]}")
+	fi
+	if [ "$(pair_role)" = "$srole" ]; then
+		timeout 120 "${srv[@]}" >/tmp/pair-server.log 2>&1 &
+		pid=$!
+		if [ "$ready" = tcp ]; then
+			wait_for 60 listening - 18515 || rc=1
+		else
+			wait_for 60 cm_listening "$FERROCE_PAIR_SELF" || rc=1
+		fi
+		FERROCE_PAIR_WAIT=150 pair_sync "up:$label" $rc >/dev/null || rc=1
+		if [ $rc = 0 ]; then
+			wait $pid || rc=$?
+		else
+			kill $pid 2>/dev/null
+			wait $pid
+		fi
+		cat /tmp/pair-server.log
+	else
+		[ "$(FERROCE_PAIR_WAIT=150 pair_sync "up:$label")" = 0 ] || rc=1
+		if [ $rc = 0 ]; then
+			timeout 120 "${cli[@]}" "$FERROCE_PAIR_PEER" >/tmp/pair-client.log 2>&1 || rc=$?
+			cat /tmp/pair-client.log
+		fi
+	fi
+	FERROCE_PAIR_WAIT=150 pair_sync "done:$label" $rc >/dev/null
+	[ $rc = 0 ] || fail "$label: $([ "$(pair_role)" = "$srole" ] && echo server || echo client) exited $rc"
+	echo "ok $label"
+}
