@@ -16,9 +16,11 @@
 #   make setup          only install the build and test dependencies
 #
 # FLAVOUR=debug selects the debug kernel (KASAN, lockdep, kmemleak).
+# GUESTS=N spreads make test's one-guest selftests over N guests side by side.
 # The kernel build (kbuild) reads ./Kbuild, not this file.
 
 export FLAVOUR ?= default
+GUESTS ?= 1
 LLVM := 1
 KERNEL = "$$(qemu/kernel dir)"
 
@@ -45,7 +47,7 @@ run: module provider
 	qemu/run -- qemu/demo
 
 test: module test-module provider
-	selftests/run-host $(TESTS)
+	FERROCE_GUESTS=$(GUESTS) selftests/run-host $(TESTS)
 
 bench: module provider
 	qemu/bench/run-host
