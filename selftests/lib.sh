@@ -37,6 +37,33 @@ fail() {
 	exit 1
 }
 
+# The debug kernel (KASAN, lockdep, kmemleak) runs about three times slower,
+# allocation-heavy work more: a test's own time limits stretch with it, as
+# selftests/run stretches the test's (select.sh's test_limit).
+SLOWDOWN=1
+[ ! -e /proc/lockdep ] || SLOWDOWN=3
+# timeout [OPTION...] SECONDS COMMAND...: coreutils' timeout with SECONDS
+# times SLOWDOWN.  (Commands run by others, e.g. `ip netns exec timeout`,
+# get the plain one.)
+timeout() {
+	local -a opts=()
+	local d
+	while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+		case $1 in
+		-k | -s) opts+=("$1" "$2"); shift ;;
+		*) opts+=("$1") ;;
+		esac
+		shift
+	done
+	d=$1
+	shift
+	case $d in
+	'' | *[!0-9]*) ;;
+	*) d=$((d * SLOWDOWN)) ;;
+	esac
+	command timeout "${opts[@]}" "$d" "$@"
+}
+
 skip() {
 	echo "SKIP: $*"
 	exit $KSFT_SKIP

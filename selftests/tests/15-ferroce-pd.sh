@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# timeout: 600 (65,536 PDs made and freed: minutes on the debug kernel)
 # Protection domains: rdma-core's pyverbs test_pd passes; max_pd is enforced
 # (ENOMEM beyond it, and freeing makes room again); a process killed with
 # SIGKILL leaves no PD behind.
