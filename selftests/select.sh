@@ -23,12 +23,17 @@ selected_tests() {
 
 # test_limit FILE DEFAULT: the seconds FILE may run: its "# timeout: SECONDS"
 # line if longer than DEFAULT, three times that on the debug kernel (KASAN,
-# lockdep: /proc/lockdep), which runs about 3x slower.
+# lockdep: /proc/lockdep), which runs about 3x slower; or there, its
+# "# debug-timeout: SECONDS" line if it has one (allocation-heavy tests:
+# kmemleak and KASAN slow every allocation down far more).
 test_limit() {
-	local limit
+	local limit debug
 	limit=$(sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$1" | head -n 1)
 	limit=${limit:-$2}
 	[ "$limit" -ge "$2" ] || limit=$2
-	[ ! -e /proc/lockdep ] || limit=$((limit * 3))
+	if [ -e /proc/lockdep ]; then
+		debug=$(sed -n 's/^# debug-timeout: *\([0-9][0-9]*\).*/\1/p' "$1" | head -n 1)
+		limit=${debug:-$((limit * 3))}
+	fi
 	echo "$limit"
 }

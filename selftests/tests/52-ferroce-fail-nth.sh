@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # timeout: 1500 (TCG: every allocation of every create verb, one run each)
+# debug-timeout: 9000 (over 4500 s on the debug kernel: kmemleak and KASAN on every allocation)
 # Allocation failures unwind: progs/fail-nth.c makes the n-th kernel
 # allocation of each create verb fail (fail-nth with failslab; n = 1, 2, ...
 # until the verb makes no n-th allocation): opening a context, PD, MR, CQ,
