@@ -582,20 +582,24 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
             ..Headers::default()
         };
         let fill = |out: &mut [u8]| from.gather(out);
-        if let Err(TxError::Fill(_)) =
-            wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill)
-        {
-            let n = Headers {
-                bth: bth(back, op::ACKNOWLEDGE, p),
-                aeth: Some(Aeth {
-                    syndrome: Syndrome::Nak(NakCode::RemoteAccessError).to_byte(),
-                    msn: r.msn,
-                }),
-                ..Headers::default()
-            };
-            let _ = wire::transmit::<()>(dev, &netdev, &route, &n, 0, |_| Ok(()));
-            dev.data().counters.add(Stat::Naks, 1);
-            return false;
+        match wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill) {
+            Ok(()) => {}
+            // `from` did not move past this packet's bytes: the part ends here, as if the
+            // rest were lost on the wire; the requester asks again for what is missing.
+            Err(TxError::Lost) => return true,
+            Err(TxError::Fill(_)) => {
+                let n = Headers {
+                    bth: bth(back, op::ACKNOWLEDGE, p),
+                    aeth: Some(Aeth {
+                        syndrome: Syndrome::Nak(NakCode::RemoteAccessError).to_byte(),
+                        msn: r.msn,
+                    }),
+                    ..Headers::default()
+                };
+                let _ = wire::transmit::<()>(dev, &netdev, &route, &n, 0, |_| Ok(()));
+                dev.data().counters.add(Stat::Naks, 1);
+                return false;
+            }
         }
         left -= chunk;
         p = psn::add(p, 1);

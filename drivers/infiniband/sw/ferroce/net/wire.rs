@@ -57,7 +57,9 @@ pub(crate) fn route(av: &AddressVector, src_port: u16) -> Route {
 pub(crate) enum TxError<E> {
     /// The payload could not be read (`fill` failed).
     Fill(E),
-    /// The packet could not be built or the network refused it: as good as lost on the wire.
+    /// The packet could not be built (no memory): as good as lost on the wire. `fill` did not
+    /// run, so a caller that reads its payloads in order from one cursor must not send on with
+    /// it: the next packet would carry this one's bytes under the next PSN.
     Lost,
 }
 
@@ -72,7 +74,10 @@ pub(crate) fn transmit<E>(
     fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
 ) -> Result<(), TxError<E>> {
     let len = packet::packet_len(route, h.bth.opcode, payload_len).ok_or(TxError::Lost)?;
-    let mut skb = TxPacket::new(netdev, len).map_err(|_| TxError::Lost)?;
+    let Ok(mut skb) = TxPacket::new(netdev, len) else {
+        dev.data().counters.add(Stat::TxLost, 1);
+        return Err(TxError::Lost);
+    };
     let buf = skb.bytes_mut();
     let at = packet::write_headers(buf, route, h, payload_len).ok_or(TxError::Lost)?;
     let payload = buf.get_mut(at..at + payload_len).ok_or(TxError::Lost)?;

@@ -50,9 +50,13 @@ pub(crate) enum Stat {
     /// request that asked for them: READ responses paced, and the replies queued behind them
     /// (`reply.rs`).
     PacedPkts,
+    /// Packets that could not be sent for want of memory (no skb): lost as on the wire, and
+    /// recovered as a lost packet is; the rest of that send turn or READ response part was
+    /// not sent either.
+    TxLost,
 }
 
-const COUNT: usize = Stat::PacedPkts as usize + 1;
+const COUNT: usize = Stat::TxLost as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -73,6 +77,7 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("bad_pkts")),
     Counter::new(c_str!("no_qp_pkts")),
     Counter::new(c_str!("paced_pkts")),
+    Counter::new(c_str!("tx_lost")),
 ];
 
 /// The counters of a device (it has one port).

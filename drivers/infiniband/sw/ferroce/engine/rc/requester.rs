@@ -595,7 +595,12 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcSta
             None => walk.gather(out),
         };
         match wire::transmit(tx.dev, tx.netdev, &t.route, &h, chunk as usize, fill) {
-            Ok(()) | Err(TxError::Lost) => {}
+            Ok(()) => {}
+            // The walk did not move past this packet's bytes: the turn ends here, as if the
+            // rest were lost on the wire too, and is recovered as any loss is (a later packet
+            // sent from this walk would carry these bytes, which a responder that already
+            // has them in part, as in a retransmission, would place under the wrong PSN).
+            Err(TxError::Lost) => break,
             Err(TxError::Fill(_)) => return Err(WcStatus::LocProtErr),
         }
         if last {
