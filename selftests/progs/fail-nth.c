@@ -9,15 +9,22 @@
  *
  * usage: fail-nth verbs DEV GIDX     ucontext, PD, MR, CQ, QP (RC, UD) and
  *                                    its moves to RTS, SRQ, AH, MW
- *        fail-nth link NAME NETDEV   rdma link add NAME type ferroce
+ *        fail-nth link NAME NETDEV [STRIDE]
+ *                                    rdma link add NAME type ferroce
  *                                    netdev NETDEV, over netlink; a link
- *                                    made is deleted again (rdma link)
+ *                                    made is deleted again (rdma link).
+ *                                    With STRIDE > 1: every n up to
+ *                                    LINK_EVERY, then every STRIDE-th
+ *                                    (each run costs n allocations and
+ *                                    their unwinding: the sweep grows
+ *                                    with the square of the count)
  *
  * Needs CONFIG_FAULT_INJECTION and CONFIG_FAILSLAB with failslab's
  * ignore-gfp-wait off (the script sets it); prints per verb how many
  * allocations it makes and how many runs failed.
  */
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/netlink.h>
@@ -28,6 +35,16 @@
 
 /* The most allocations one verb may make before this gives up. */
 #define MAX_NTH 4000
+/* With a stride, rdma link add's first allocations are each made to fail all the same. */
+#define LINK_EVERY 64
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
 
 static int fail_fd = -1;
 
@@ -280,6 +297,7 @@ static int v_mw(struct env *e, int n)
 
 static void sweep(const char *name, verb_fn fn)
 {
+	double start = now();
 	int n;
 
 	for (n = 1; n <= MAX_NTH; n++) {
@@ -294,7 +312,8 @@ static void sweep(const char *name, verb_fn fn)
 			break;
 	}
 	CHECK(n <= MAX_NTH, "%s still allocates after %d allocations", name, MAX_NTH);
-	printf("%-9s %4d allocations, each made to fail once\n", name, n - 1);
+	printf("%-9s %4d allocations, each made to fail once (%.0f s)\n", name, n - 1,
+	       now() - start);
 	fflush(stdout);
 }
 
@@ -362,12 +381,13 @@ static int link_add(const char *name, const char *netdev, int n, int *hit)
 	return err;
 }
 
-static void link_sweep(const char *name, const char *netdev)
+static void link_sweep(const char *name, const char *netdev, int stride)
 {
+	double start = now();
 	char cmd[256];
-	int n, hit, failed = 0;
+	int n, hit, failed = 0, runs = 0, last = 0;
 
-	for (n = 1; n <= MAX_NTH; n++) {
+	for (n = 1; n <= MAX_NTH; n += n < LINK_EVERY ? 1 : stride) {
 		int err = link_add(name, netdev, n, &hit);
 
 		snprintf(cmd, sizeof(cmd), "/sys/class/infiniband/%s", name);
@@ -384,11 +404,17 @@ static void link_sweep(const char *name, const char *netdev)
 		}
 		if (!hit)
 			break;
+		runs++;
+		last = n;
 	}
 	CHECK(n <= MAX_NTH, "rdma link add still allocates after %d allocations", MAX_NTH);
 	CHECK(!link_add(name, netdev, 0, &hit), "rdma link add without faults");
-	printf("link add  %4d allocations, %d of them failed it; the link works after\n", n - 1,
-	       failed);
+	if (stride > 1)
+		printf("link add  %d to %d allocations; %d of them made to fail (every one up to %d, then every %d-th), %d of those failed it; the link works after (%.0f s)\n",
+		       last, n - 1, runs, LINK_EVERY, stride, failed, now() - start);
+	else
+		printf("link add  %4d allocations, %d of them failed it; the link works after (%.0f s)\n",
+		       n - 1, failed, now() - start);
 }
 
 int main(int argc, char **argv)
@@ -399,10 +425,14 @@ int main(int argc, char **argv)
 		dev_name = argv[2];
 		gidx = atoi(argv[3]);
 		verbs();
-	} else if (argc == 4 && !strcmp(argv[1], "link")) {
-		link_sweep(argv[2], argv[3]);
+	} else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "link")) {
+		int stride = argc == 5 ? atoi(argv[4]) : 1;
+
+		CHECK(stride >= 1, "bad stride %s", argv[4]);
+		link_sweep(argv[2], argv[3], stride);
 	} else {
-		fprintf(stderr, "usage: fail-nth verbs DEV GIDX | fail-nth link NAME NETDEV\n");
+		fprintf(stderr,
+			"usage: fail-nth verbs DEV GIDX | fail-nth link NAME NETDEV [STRIDE]\n");
 		return 2;
 	}
 	return 0;
