@@ -12,6 +12,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v qperf >/dev/null || fail "no qperf (qemu/setup installs it)"
+mark=$(dmesg | wc -l)
 ferroce_over_veth fqa 10.86.0.1 ferroce1 fqb 10.86.0.2 ferroce2
 
 timeout 300 ip netns exec fqa qperf >/tmp/qperf-server.log 2>&1 &
@@ -49,5 +50,11 @@ qperf_run rc_bw -m 64K
 
 timeout 30 ip netns exec fqb qperf 10.86.0.1 quit >/dev/null 2>&1
 wait $server
+# The server's child of each test ends in a segfault (ibv_destroy_qp(NULL)),
+# on rxe just as here: Debian's qperf 0.4.11-3 destroys the QP of the
+# listening rdma_cm_id, which has none, once the results are in.  A crash
+# of the client fails its run above; these are counted, not judged.
+echo "qperf server children that crashed at close (qperf's own bug): $(dmesg |
+	tail -n +$((mark + 1)) | grep -c 'qperf.*segfault' || true)"
 no_objects_left 10 ferroce1 ferroce2
 echo "qperf runs over ferroce through rdma_cm"
