@@ -54,7 +54,14 @@ enum TimerUse {
     Ack,
     /// The wait an RNR NAK asked for.
     Rnr,
+    /// The wait after a packet that could not be made (no memory for an skb): then what is
+    /// not acknowledged goes again.
+    Lost,
 }
+
+/// How long a requester waits after a packet it could not make before it sends again: memory
+/// may come back meanwhile, and without the wait it would try again at once, and again.
+const LOST_RETRY_US: u32 = 1000;
 
 /// The wire state of a connected QP (under the QP's lock).
 pub(crate) struct Conn {
@@ -69,6 +76,8 @@ pub(crate) struct Conn {
     heard_at_arm: u32,
     /// Waiting out an RNR NAK.
     rnr_hold: bool,
+    /// Waiting after a packet that could not be made ([`TimerUse::Lost`]).
+    lost_hold: bool,
     // Responder.
     epsn: u32,
     msn: u32,
@@ -106,6 +115,7 @@ impl Conn {
             una_at_arm: 0,
             heard_at_arm: 0,
             rnr_hold: false,
+            lost_hold: false,
             epsn: 0,
             msn: 0,
             nak_sent: false,
@@ -124,10 +134,31 @@ impl Conn {
         })
     }
 
+    /// Whether the requester waits before it sends (an RNR NAK's wait, or after a packet it
+    /// could not make).
+    pub(crate) fn holds(&self) -> bool {
+        self.rnr_hold || self.lost_hold
+    }
+
+    /// A packet of the requester could not be made (no memory for an skb): what follows it
+    /// was not sent either. It waits [`LOST_RETRY_US`], then sends again what is not
+    /// acknowledged (the timer's [`TimerUse::Lost`]); without this, a lost tail with the
+    /// acknowledgement timeout off (0: wait forever) would never be sent.
+    pub(crate) fn hold_after_lost(&mut self, qp: &Qp<Ferroce>) {
+        if self.holds() {
+            // Already waiting (a turn lost before): that wait ends in a go-back too.
+            return;
+        }
+        self.lost_hold = true;
+        self.timer = TimerUse::Lost;
+        qp.arm_timer(LOST_RETRY_US);
+    }
+
     /// Forgets the requester's records (the send queue was flushed or emptied).
     pub(crate) fn clear_requester(&mut self) {
         self.tx.clear();
         self.rnr_hold = false;
+        self.lost_hold = false;
         self.timer = TimerUse::Idle;
     }
 
@@ -229,7 +260,7 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         on_response(qp, st, p, &mut after);
         resume = !st.sending
             && st.attr.qp_state == QpState::Rts
-            && !st.conn.rnr_hold
+            && !st.conn.holds()
             && (st.conn.tx.repair_due()
                 || st.conn.tx.outstanding() < WINDOW
                     && (st.conn.tx.next() < st.conn.tx.count()
@@ -280,7 +311,24 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
         TimerUse::Rnr => {
             st.conn.timer = TimerUse::Idle;
             st.conn.rnr_hold = false;
+            // (An RNR NAK that came during a wait after a lost packet replaced that wait; its
+            // go-back covers the lost packet too.)
+            st.conn.lost_hold = false;
             resume = true;
+            if st.conn.tx.outstanding() > 0 || st.conn.tx.count() > 0 {
+                arm_ack_timer(qp, st);
+            }
+        }
+        TimerUse::Lost => {
+            st.conn.timer = TimerUse::Idle;
+            st.conn.lost_hold = false;
+            if st.attr.qp_state == QpState::Rts || st.attr.qp_state == QpState::Sqd {
+                // As after an acknowledgement timeout, but no retry is spent: the peer was
+                // never asked.
+                let una = st.conn.tx.una();
+                go_back(qp, st, una);
+                resume = true;
+            }
             if st.conn.tx.outstanding() > 0 || st.conn.tx.count() > 0 {
                 arm_ack_timer(qp, st);
             }

@@ -134,9 +134,25 @@ pub(crate) fn send(
     after: &mut After,
 ) {
     let sent = send_turn(qp, turn, &wqe[..turn.wqe_len], uc);
-    if sent.is_err() || uc {
-        turn_sent(qp, turn, rec, sent, uc, after);
+    if matches!(sent, Ok(Sent::Lost)) && !uc {
+        // (UC: a message with a packet lost is lost, as on the wire.)
+        let mut st = qp.data().state.lock();
+        if matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) {
+            st.conn.hold_after_lost(qp);
+        }
     }
+    if sent.is_err() || uc {
+        turn_sent(qp, turn, rec, sent.map(|_| ()), uc, after);
+    }
+}
+
+/// How much of a turn went out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// Every packet of it.
+    Whole,
+    /// A packet could not be made (no memory): neither it nor the rest of the turn was sent.
+    Lost,
 }
 
 /// Decides, under the lock, what the executor does next for a QP on the wire (not in ERR or
@@ -149,7 +165,7 @@ pub(crate) fn next_step(
     wqe: &mut [u8; SEND_WQE_MAX],
     after: &mut After,
 ) -> Step {
-    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) || st.conn.rnr_hold {
+    if !matches!(st.attr.qp_state, QpState::Rts | QpState::Sqd) || st.conn.holds() {
         return Step::Stop;
     }
     let wqe = &mut wqe[..(st.sq.wqe_size as usize).min(SEND_WQE_MAX)];
@@ -403,12 +419,12 @@ fn take_local(qp: &Qp<Ferroce>, st: &mut QpShared, w: &SendWqe, after: &mut Afte
 
 /// Sends the turn's `t.budget` packets of the WQE `wqe` from `t.off` on; `Err` is a local
 /// error (the sender's memory went away).
-fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<(), WcStatus> {
+fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Sent, WcStatus> {
     let m = parse_message(&t.cap, uc, wqe)?;
     let dev = qp.device();
     let Some(netdev) = dev.data().netdev() else {
-        // No netdev (it is going away): as if the packets were lost.
-        return Ok(());
+        // No netdev (it is going away): as if the packets were lost on the wire.
+        return Ok(Sent::Whole);
     };
     let tx = Tx {
         dev,
@@ -450,7 +466,7 @@ impl Tx<'_> {
 
 /// A request a response answers, in one packet: a READ request (for the READ's bytes
 /// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
-fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
+fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
     let t = tx.t;
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
         (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
@@ -484,9 +500,11 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
         out.copy_from_slice(payload.get(..out.len()).ok_or(Fault::Source)?);
         Ok(())
     };
-    // A packet lost here is a packet lost on the wire: the timer sends it again.
-    let _ = wire::transmit(tx.dev, tx.netdev, &t.route, &h, payload.len(), fill);
-    Ok(())
+    match wire::transmit(tx.dev, tx.netdev, &t.route, &h, payload.len(), fill) {
+        Ok(()) => Ok(Sent::Whole),
+        Err(TxError::Lost) => Ok(Sent::Lost),
+        Err(TxError::Fill(_)) => Err(WcStatus::LocProtErr),
+    }
 }
 
 /// The headers of a READ request for the bytes `t.off..t.read_end` of a READ of `len` bytes
@@ -552,7 +570,7 @@ fn atomic_write_request(tx: &Tx<'_>, remote_addr: u64, rkey: u32) -> Headers {
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
 /// acknowledgement asked for at the message's end, at the turn's and every [`ACK_EVERY`]
 /// PSNs.
-fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcStatus> {
+fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
     let t = tx.t;
     let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
     let with_imm = matches!(m.w.opcode, wop::SEND_WITH_IMM | wop::RDMA_WRITE_WITH_IMM);
@@ -596,11 +614,11 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcSta
         };
         match wire::transmit(tx.dev, tx.netdev, &t.route, &h, chunk as usize, fill) {
             Ok(()) => {}
-            // The walk did not move past this packet's bytes: the turn ends here, as if the
-            // rest were lost on the wire too, and is recovered as any loss is (a later packet
-            // sent from this walk would carry these bytes, which a responder that already
-            // has them in part, as in a retransmission, would place under the wrong PSN).
-            Err(TxError::Lost) => break,
+            // The walk did not move past this packet's bytes: the turn ends here (a later
+            // packet sent from this walk would carry these bytes, which a responder that
+            // already has them in part, as in a retransmission, would place under the wrong
+            // PSN); the requester waits and sends again ([`Sent::Lost`]).
+            Err(TxError::Lost) => return Ok(Sent::Lost),
             Err(TxError::Fill(_)) => return Err(WcStatus::LocProtErr),
         }
         if last {
@@ -609,5 +627,5 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<(), WcSta
         off += chunk;
         p = psn::add(p, 1);
     }
-    Ok(())
+    Ok(Sent::Whole)
 }
