@@ -54,8 +54,9 @@ enum TimerUse {
     Ack,
     /// The wait an RNR NAK asked for.
     Rnr,
-    /// The wait after a packet that could not be made (no memory for an skb): then what is
-    /// not acknowledged goes again.
+    /// The wait after a packet that could not be made (no memory for an skb): the requester
+    /// holds while the timer has this use (an RNR NAK that comes meanwhile replaces it, and
+    /// its go-back covers the lost packet too); then what is not acknowledged goes again.
     Lost,
 }
 
@@ -76,8 +77,6 @@ pub(crate) struct Conn {
     heard_at_arm: u32,
     /// Waiting out an RNR NAK.
     rnr_hold: bool,
-    /// Waiting after a packet that could not be made ([`TimerUse::Lost`]).
-    lost_hold: bool,
     // Responder.
     epsn: u32,
     msn: u32,
@@ -115,7 +114,6 @@ impl Conn {
             una_at_arm: 0,
             heard_at_arm: 0,
             rnr_hold: false,
-            lost_hold: false,
             epsn: 0,
             msn: 0,
             nak_sent: false,
@@ -137,7 +135,7 @@ impl Conn {
     /// Whether the requester waits before it sends (an RNR NAK's wait, or after a packet it
     /// could not make).
     pub(crate) fn holds(&self) -> bool {
-        self.rnr_hold || self.lost_hold
+        self.rnr_hold || self.timer == TimerUse::Lost
     }
 
     /// A packet of the requester could not be made (no memory for an skb): what follows it
@@ -149,7 +147,6 @@ impl Conn {
             // Already waiting (a turn lost before): that wait ends in a go-back too.
             return;
         }
-        self.lost_hold = true;
         self.timer = TimerUse::Lost;
         qp.arm_timer(LOST_RETRY_US);
     }
@@ -158,7 +155,6 @@ impl Conn {
     pub(crate) fn clear_requester(&mut self) {
         self.tx.clear();
         self.rnr_hold = false;
-        self.lost_hold = false;
         self.timer = TimerUse::Idle;
     }
 
@@ -311,9 +307,6 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
         TimerUse::Rnr => {
             st.conn.timer = TimerUse::Idle;
             st.conn.rnr_hold = false;
-            // (An RNR NAK that came during a wait after a lost packet replaced that wait; its
-            // go-back covers the lost packet too.)
-            st.conn.lost_hold = false;
             resume = true;
             if st.conn.tx.outstanding() > 0 || st.conn.tx.count() > 0 {
                 arm_ack_timer(qp, st);
@@ -321,7 +314,6 @@ pub(crate) fn timer(qp: &Qp<Ferroce>) {
         }
         TimerUse::Lost => {
             st.conn.timer = TimerUse::Idle;
-            st.conn.lost_hold = false;
             if st.attr.qp_state == QpState::Rts || st.attr.qp_state == QpState::Sqd {
                 // As after an acknowledgement timeout, but no retry is spent: the peer was
                 // never asked.
