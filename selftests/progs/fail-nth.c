@@ -9,9 +9,10 @@
  *
  * usage: fail-nth verbs DEV GIDX     ucontext, PD, MR, CQ, QP (RC, UD) and
  *                                    its moves to RTS, SRQ, AH, MW
- *        fail-nth link NAME NETDEV [STRIDE]
- *                                    rdma link add NAME type ferroce
- *                                    netdev NETDEV, over netlink; a link
+ *        fail-nth link NAME NETDEV [STRIDE [TYPE]]
+ *                                    rdma link add NAME type TYPE (ferroce
+ *                                    unless named) netdev NETDEV, over
+ *                                    netlink; a link
  *                                    made is deleted again (rdma link).
  *                                    With STRIDE > 1: every n up to
  *                                    LINK_EVERY, then every STRIDE-th
@@ -343,7 +344,7 @@ static size_t put_str(char *m, size_t len, int type, const char *s)
 }
 
 /* rdma link add over netlink, allocation n failing; 0 or the error. */
-static int link_add(const char *name, const char *netdev, int n, int *hit)
+static int link_add(const char *type, const char *name, const char *netdev, int n, int *hit)
 {
 	char m[512] __attribute__((aligned(4))) = { 0 }, r[4096] __attribute__((aligned(4)));
 	struct nlmsghdr *h = (struct nlmsghdr *)m;
@@ -354,7 +355,7 @@ static int link_add(const char *name, const char *netdev, int n, int *hit)
 	s = socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA);
 	CHECK(s >= 0, "netlink socket: %s", strerror(errno));
 	len = put_str(m, len, RDMA_NLDEV_ATTR_DEV_NAME, name);
-	len = put_str(m, len, RDMA_NLDEV_ATTR_LINK_TYPE, "ferroce");
+	len = put_str(m, len, RDMA_NLDEV_ATTR_LINK_TYPE, type);
 	len = put_str(m, len, RDMA_NLDEV_ATTR_NDEV_NAME, netdev);
 	h->nlmsg_len = len;
 	h->nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_NEWLINK);
@@ -381,14 +382,14 @@ static int link_add(const char *name, const char *netdev, int n, int *hit)
 	return err;
 }
 
-static void link_sweep(const char *name, const char *netdev, int stride)
+static void link_sweep(const char *type, const char *name, const char *netdev, int stride)
 {
 	double start = now();
 	char cmd[256];
 	int n, hit, failed = 0, runs = 0, last = 0;
 
 	for (n = 1; n <= MAX_NTH; n += n < LINK_EVERY ? 1 : stride) {
-		int err = link_add(name, netdev, n, &hit);
+		int err = link_add(type, name, netdev, n, &hit);
 
 		snprintf(cmd, sizeof(cmd), "/sys/class/infiniband/%s", name);
 		if (err == -ENOBUFS && !access(cmd, F_OK))
@@ -408,7 +409,7 @@ static void link_sweep(const char *name, const char *netdev, int stride)
 		last = n;
 	}
 	CHECK(n <= MAX_NTH, "rdma link add still allocates after %d allocations", MAX_NTH);
-	CHECK(!link_add(name, netdev, 0, &hit), "rdma link add without faults");
+	CHECK(!link_add(type, name, netdev, 0, &hit), "rdma link add without faults");
 	if (stride > 1)
 		printf("link add  %d to %d allocations; %d of them made to fail (every one up to %d, then every %d-th), %d of those failed it; the link works after (%.0f s)\n",
 		       last, n - 1, runs, LINK_EVERY, stride, failed, now() - start);
@@ -425,14 +426,14 @@ int main(int argc, char **argv)
 		dev_name = argv[2];
 		gidx = atoi(argv[3]);
 		verbs();
-	} else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "link")) {
-		int stride = argc == 5 ? atoi(argv[4]) : 1;
+	} else if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "link")) {
+		int stride = argc >= 5 ? atoi(argv[4]) : 1;
 
 		CHECK(stride >= 1, "bad stride %s", argv[4]);
-		link_sweep(argv[2], argv[3], stride);
+		link_sweep(argc == 6 ? argv[5] : "ferroce", argv[2], argv[3], stride);
 	} else {
 		fprintf(stderr,
-			"usage: fail-nth verbs DEV GIDX | fail-nth link NAME NETDEV [STRIDE]\n");
+			"usage: fail-nth verbs DEV GIDX | fail-nth link NAME NETDEV [STRIDE [TYPE]]\n");
 		return 2;
 	}
 	return 0;

@@ -5,7 +5,9 @@
 # The attacker gets P's number again: it fills the device's QP number table
 # with UD QPs (cheap ones) so that P's index is the only one free, then
 # creates and destroys QPs on it until the random key byte comes round to
-# P's (within 256 tries); it connects that QP to V with the very addresses
+# P's (1 in 256 per try, so 256 tries on average; the bound of 8192 tries
+# fails a correct device once in 10^14 runs, where 1024 failed 1.8% of
+# them); it connects that QP to V with the very addresses
 # P had, and tries an RDMA WRITE into V's memory and a SEND into
 # V's receive queue; V, in turn, sends to "P".  All must fail: V is
 # connected to the QP that had the number, not to whoever has it now.
@@ -75,7 +77,8 @@ print(f"{len(fill)} UD QPs fill the QP number table; P's index is the only one t
 def number_again():
     """Creates QPs on P's index, the only one free, until one has P's number."""
     global tries
-    for _ in range(1024):
+    tries = 0
+    for _ in range(8192):
         q = rc_qp(acq)
         tries += 1
         if q.qp_num == number:
@@ -86,7 +89,6 @@ def number_again():
     sys.exit(f"QP number {number:#x} did not come back in {tries} QPs")
 
 
-tries = 0
 fill.pop(held[0]).close()
 a = number_again()
 print(f"the attacker got P's number {number:#x} back after {tries} QPs")
