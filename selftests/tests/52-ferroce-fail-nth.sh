@@ -26,7 +26,7 @@ restore() {
 	echo "$old_wait" >$F/ignore-gfp-wait
 	echo "$old_verbose" >$F/verbose
 }
-trap 'rc=$?; restore; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; restore; (exit $rc); cleanup' EXIT
 echo N >$F/ignore-gfp-wait
 echo 0 >$F/verbose
 

@@ -30,7 +30,7 @@ restore() {
 		echo "${old[$k]}" >$F/$k
 	done
 }
-trap 'rc=$?; restore; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; restore; (exit $rc); cleanup' EXIT
 
 cc -O2 -Wall -o /tmp/integrity "$(dirname "$0")/../progs/integrity.c" -libverbs ||
 	fail "cannot build progs/integrity.c"
