@@ -9,6 +9,10 @@
  *	unsolicited completion must still signal the completion channel
  *	(NEXT wins; a provider that stores the request instead of ORing it
  *	leaves only SOLICITED armed, and nothing fires).
+ *   cq-arm DEVICE solicited-error
+ *	armed for solicited completions only, an unsuccessful completion (a
+ *	flushed receive) must signal: ibv_req_notify_cq(3) counts those as
+ *	solicited.
  *   cq-arm DEVICE race [SECONDS]
  *	one thread makes flush completions (every post to a QP in ERR makes
  *	one at once), the main thread runs the canonical loop: poll until
@@ -56,40 +60,67 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq)
 	return qp;
 }
 
+/* The channel signals cq within 5 s (else fails with `why`); the event is taken and acked. */
+static void expect_event(struct ibv_comp_channel *ch, struct ibv_cq *cq, const char *why)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	CHECK(readable(ch->fd, 5000), "%s", why);
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq, "get_cq_event");
+	ibv_ack_cq_events(cq, 1);
+}
+
+/* Polls n successful completions of cq, within 5 s. */
+static void poll_successes(struct ibv_cq *cq, int n, const char *what)
+{
+	double end = now() + 5;
+	struct ibv_wc wc;
+	int got = 0, r;
+
+	while (got < n && now() < end) {
+		r = ibv_poll_cq(cq, 1, &wc);
+		CHECK(r >= 0, "poll_cq");
+		if (r == 1) {
+			CHECK(wc.status == IBV_WC_SUCCESS, "%s: status %d", what, wc.status);
+			got++;
+		}
+	}
+	CHECK(got == n, "%s: %d of %d completions", what, got, n);
+}
+
 static void next_then_solicited(void)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-	struct ibv_cq *cq, *ev_cq;
+	struct ibv_cq *cq;
 	struct ibv_qp *qp;
-	struct ibv_wc wc;
-	void *ev_ctx;
 
 	CHECK(ch, "create_comp_channel: %s", strerror(errno));
 	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
 	CHECK(cq, "create_cq: %s", strerror(errno));
 	qp = make_qp(cq);
-	to_init(qp);
+	to_rts(qp);
 	CHECK(post_recv_id(qp, mr, 1) == 0, "post_recv");
 
 	CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq(next)");
 	CHECK(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(solicited)");
 	CHECK(!readable(ch->fd, 0), "the channel fired before any completion");
-	/* The flush completion of the receive: not solicited. */
-	modify_state(qp, IBV_QPS_ERR);
-	CHECK(readable(ch->fd, 5000),
-	      "armed for the next completion, then for the next solicited one: an unsolicited completion did not signal the channel");
-	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq,
-	      "get_cq_event");
-	ibv_ack_cq_events(cq, 1);
-	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 1 &&
-		      wc.status == IBV_WC_WR_FLUSH_ERR,
-	      "the flush completion");
+	/*
+	 * A SEND to itself without the Solicited Event bit: two successful,
+	 * unsolicited completions (an unsuccessful one would count as solicited,
+	 * see solicited_error()).
+	 */
+	CHECK(post_send_id(qp, mr, 2, IBV_WR_SEND, IBV_SEND_SIGNALED) == 0, "post_send");
+	expect_event(ch, cq,
+		     "armed for the next completion, then for the next solicited one: an unsolicited completion did not signal the channel");
+	poll_successes(cq, 2, "the SEND and its receive");
 	printf("arm NEXT, then SOLICITED: the next (unsolicited) completion signalled\n");
 
 	/* Disarmed by it: both requests were satisfied at once. */
-	CHECK(post_recv_id(qp, mr, 2) == 0, "post_recv in ERR");
+	CHECK(post_recv_id(qp, mr, 3) == 0, "post_recv");
+	CHECK(post_send_id(qp, mr, 4, IBV_WR_SEND, IBV_SEND_SIGNALED) == 0, "post_send");
+	poll_successes(cq, 2, "the second SEND and its receive");
 	CHECK(!readable(ch->fd, 200), "a disarmed CQ signalled");
-	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 2, "second flush");
 	printf("one completion disarmed the CQ\n");
 
 	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
@@ -230,9 +261,41 @@ static void arm_poll_race(double seconds)
 	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
 }
 
+/*
+ * Armed for solicited completions only, a CQ signals an unsuccessful one:
+ * ibv_req_notify_cq(3) counts every completion whose status is not success
+ * as solicited (a flushed receive here), so a consumer that waits for
+ * solicited messages learns that its QP failed.
+ */
+static void solicited_error(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+
+	CHECK(ch, "create_comp_channel: %s", strerror(errno));
+	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	CHECK(cq, "create_cq: %s", strerror(errno));
+	qp = make_qp(cq);
+	to_init(qp);
+	CHECK(post_recv_id(qp, mr, 3) == 0, "post_recv");
+	CHECK(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(solicited)");
+	modify_state(qp, IBV_QPS_ERR);
+	expect_event(ch, cq,
+		     "armed for solicited completions: a flushed (unsuccessful) completion did not signal the channel");
+	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR,
+	      "the flush completion");
+	printf("arm SOLICITED: an unsuccessful completion signalled\n");
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc >= 3, "usage: cq-arm DEVICE next-then-solicited|race [SECONDS]");
+	CHECK(argc >= 3,
+	      "usage: cq-arm DEVICE next-then-solicited|solicited-error|race [SECONDS]");
 	ctx = open_device(argv[1]);
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd, "alloc_pd");
@@ -240,6 +303,8 @@ int main(int argc, char **argv)
 	CHECK(mr, "reg_mr: %s", strerror(errno));
 	if (!strcmp(argv[2], "next-then-solicited"))
 		next_then_solicited();
+	else if (!strcmp(argv[2], "solicited-error"))
+		solicited_error();
 	else if (!strcmp(argv[2], "race"))
 		arm_poll_race(argc > 3 ? atof(argv[3]) : 3);
 	else

@@ -216,11 +216,19 @@ pub(crate) struct Cqe {
     /// Kernel CQs only: a datagram's GRH is an IPv4 (`Some(true)`) or IPv6 header, for
     /// `ib_wc.network_hdr_type` (`reserved0`: `enum rdma_network_type`); 0 in a user's ring.
     pub(crate) network: Option<bool>,
-    /// Not part of the entry: whether it satisfies a "solicited only" arming.
+    /// Not part of the entry: whether the message received had the Solicited Event bit
+    /// (see [`Cqe::wakes_solicited`]).
     pub(crate) solicited: bool,
 }
 
 impl Cqe {
+    /// Whether a CQ armed for solicited completions only signals this one: a receive of a
+    /// message with the Solicited Event bit, or any unsuccessful completion (flushes
+    /// included), as `ibv_req_notify_cq(3)` defines a solicited completion.
+    pub(crate) fn wakes_solicited(&self) -> bool {
+        self.solicited || self.status != WcStatus::Success
+    }
+
     /// A flushed work request's completion.
     pub(crate) fn flushed(wr_id: u64, opcode: u32, qp_num: u32) -> Self {
         Cqe {

@@ -83,7 +83,7 @@ impl CqRing {
         smp_mb();
         // Disarm with an exchange, so that a re-arm racing with us is never lost: it either
         // lands before (and fires now) or after (and waits for the next completion).
-        if abi::notify_fires(buf.load_acquire(abi::CTRL_NOTIFY)?, cqe.solicited)
+        if abi::notify_fires(buf.load_acquire(abi::CTRL_NOTIFY)?, cqe.wakes_solicited())
             && buf.swap(abi::CTRL_NOTIFY, 0)? != 0
         {
             return Ok(Pushed::Signal);

@@ -550,6 +550,20 @@ int main(void)
         let both = abi::CQ_NOTIFY_NEXT | abi::CQ_NOTIFY_SOLICITED;
         assert!(abi::notify_fires(both, false));
         assert!(abi::notify_fires(both, true));
+        // Solicited: a receive with the SE bit, or any completion that is not a success.
+        let ok = abi::Cqe::default();
+        let solicited = abi::Cqe {
+            solicited: true,
+            ..ok
+        };
+        let failed = abi::Cqe {
+            status: abi::WcStatus::RemAccessErr,
+            ..ok
+        };
+        assert!(!ok.wakes_solicited());
+        assert!(solicited.wakes_solicited());
+        assert!(failed.wakes_solicited());
+        assert!(abi::Cqe::flushed(1, 0, 2).wakes_solicited());
     }
 
     #[test]
