@@ -228,6 +228,9 @@ static noinline int check_fast_reg(struct env *e)
 	struct ib_mr *mr;
 	int n, i;
 
+	/* ULPs (nvme-rdma, iSER, NFS/RDMA) use fast registration only where this says so. */
+	CHECK(e->pd->device->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS,
+	      "IB_DEVICE_MEM_MGT_EXTENSIONS is not set: ULPs will not register memory");
 	mr = ib_alloc_mr(e->pd, IB_MR_TYPE_MEM_REG, 4);
 	CHECK(!IS_ERR(mr), "ib_alloc_mr: %ld", PTR_ERR(mr));
 	sg_init_table(sg, 5);

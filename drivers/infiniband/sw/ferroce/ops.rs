@@ -86,7 +86,8 @@ impl rdma::Driver for Ferroce {
                 | device_cap::SYS_IMAGE_GUID
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B
-                | device_cap::ATOMIC_WRITE,
+                | device_cap::ATOMIC_WRITE
+                | device_cap::MEM_MGT_EXTENSIONS,
             allow_user_unregister: true,
             max_qp: limits::MAX_QP,
             max_qp_wr: limits::MAX_QP_WR,
