@@ -18,6 +18,8 @@ cleanup() {
 	# (Background jobs first: a perftest server holds its device.)
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
+	# (NVMe/RDMA next: its queues are QPs of the links below.)
+	! grep -qE '^(nvme_rdma|nvmet|null_blk) ' /proc/modules || nvme_teardown
 	for l in "${CLEANUP_LINKS[@]}"; do
 		[ -e "/sys/class/infiniband/$l" ] && rdma link delete "$l" 2>/dev/null
 	done
@@ -588,4 +590,138 @@ pair_run() {
 	FERROCE_PAIR_WAIT=150 pair_sync "done:$label" $rc >/dev/null
 	[ $rc = 0 ] || fail "$label: $([ "$(pair_role)" = "$srole" ] && echo server || echo client) exited $rc"
 	echo "ok $label"
+}
+
+# pair_tools DEV GIDX: stock tools across the two guests on this guest's
+# DEV (its RoCE v2 GID index GIDX), each guest serving in turn: perftest
+# WRITE, READ, SEND (RC and UD) and atomics, ibv_rc_pingpong and
+# ibv_ud_pingpong checking their payload (--chk), rping verifying every
+# buffer (-V) through rdma_cm.
+pair_tools() {
+	local dev=$1 gid=$2 server
+	for server in a b; do
+		pair_run $server "ib_write_bw, $server serving" tcp ib_write_bw -d "$dev" -x "$gid" -F -s 65536 -n 200
+		pair_run $server "ib_read_bw, $server serving" tcp ib_read_bw -d "$dev" -x "$gid" -F -s 65536 -n 100
+		pair_run $server "ib_send_bw, $server serving" tcp ib_send_bw -d "$dev" -x "$gid" -F -s 65536 -n 200
+		pair_run $server "ib_send_bw UD, $server serving" tcp ib_send_bw -d "$dev" -x "$gid" -F -c UD -s 1024 -D 5
+		pair_run $server "ib_atomic_bw, $server serving" tcp ib_atomic_bw -d "$dev" -x "$gid" -F -n 500
+		pair_run $server "ibv_rc_pingpong --chk, $server serving" tcp \
+			ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c
+		pair_run $server "ibv_ud_pingpong --chk, $server serving" tcp \
+			ibv_ud_pingpong -d "$dev" -g "$gid" -n 200 -s 1024 -c
+	done
+	for server in a b; do
+		pair_run $server "rping -V, $server serving" rdma_cm \
+			rping -s -V -C 200 -S 4096 -a "$FERROCE_PAIR_SELF" -- rping -c -V -C 200 -S 4096 -a
+	done
+}
+
+# pair_integrity LABEL ARGS...: the integrity program (built in
+# /tmp/integrity) with side a on guest a and side b on guest b, both given
+# ARGS (they meet over TCP at guest a's address); each guest fails if
+# either side failed.
+pair_integrity() {
+	local label=$1 role a_addr=$FERROCE_PAIR_SELF rc=0 peer
+	shift
+	role=$(pair_role)
+	[ "$role" = a ] || a_addr=$FERROCE_PAIR_PEER
+	pair_sync "integrity: $label" >/dev/null || fail "integrity $label: the other guest is lost"
+	timeout 300 /tmp/integrity -H "$role,$a_addr" "$@" >/tmp/integrity-$role.log 2>&1 || rc=$?
+	cat /tmp/integrity-$role.log
+	peer=$(FERROCE_PAIR_WAIT=$((300 * SLOWDOWN + 60)) pair_sync "integrity done: $label" $rc) ||
+		fail "integrity $label: the other guest is lost"
+	[ $rc = 0 ] || fail "integrity $label: this guest's side exited $rc"
+	[ "$peer" = 0 ] ||
+		fail "integrity $label: the other guest's side exited $peer (its output is in its part)"
+	echo "ok integrity $label"
+}
+
+# NVMe over Fabrics on RDMA (the kernel's target, nvmet, and host,
+# nvme-rdma), for 58, pair/30 and the bench.  One subsystem, NVME_NQN, per
+# guest; cleanup tears it down before the links go.
+NVME_CFG=/sys/kernel/config/nvmet
+NVME_PORT=4420
+NVME_NQN=nqn.2026-11.org.ferroce:selftest
+
+# nvmet_export ADDR: export a 1 GiB memory-backed null_blk (it keeps what
+# is written; its pages come as they are written) as namespace 1 of NVME_NQN
+# on an RDMA port at ADDR:4420; returns once nvmet-rdma listens there.
+nvmet_export() {
+	local addr=$1 sub
+	sub=$NVME_CFG/subsystems/$NVME_NQN
+	must modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 >/dev/null
+	wait_for 10 test -b /dev/nullb0 || fail "null_blk made no /dev/nullb0"
+	must modprobe nvmet_rdma >/dev/null
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	mkdir "$sub"
+	echo 1 >"$sub/attr_allow_any_host"
+	mkdir "$sub/namespaces/1"
+	echo /dev/nullb0 >"$sub/namespaces/1/device_path"
+	echo 1 >"$sub/namespaces/1/enable"
+	mkdir "$NVME_CFG/ports/1"
+	echo rdma >"$NVME_CFG/ports/1/addr_trtype"
+	echo ipv4 >"$NVME_CFG/ports/1/addr_adrfam"
+	echo "$addr" >"$NVME_CFG/ports/1/addr_traddr"
+	echo $NVME_PORT >"$NVME_CFG/ports/1/addr_trsvcid"
+	ln -s "$sub" "$NVME_CFG/ports/1/subsystems/$NVME_NQN"
+	wait_for 10 cm_listening "$addr" ||
+		{ rdma resource show cm_id; fail "nvmet-rdma does not listen on $addr:$NVME_PORT"; }
+	echo "nvmet: $NVME_NQN exports /dev/nullb0 over rdma at $addr:$NVME_PORT"
+}
+
+# nvme_namespace_disk: the block device of NVME_NQN's namespace 1 on this
+# host (its parent, the controller or with multipath the subsystem, names
+# the NQN).
+nvme_namespace_disk() {
+	local n
+	for n in /sys/block/nvme*n1; do
+		[ "$(cat "$n/device/subsysnqn" 2>/dev/null)" = "$NVME_NQN" ] &&
+			echo "/dev/${n##*/}" && return 0
+	done
+	return 1
+}
+
+# nvme_connect ADDR: connect this host to NVME_NQN at ADDR:4420 over RDMA
+# (nvme-cli) with two I/O queues; sets NVME_DEV to the namespace's disk.
+nvme_connect() {
+	local out
+	must modprobe nvme_rdma >/dev/null
+	out=$(timeout 120 nvme connect -t rdma -a "$1" -s $NVME_PORT -n "$NVME_NQN" -i 2 2>&1) ||
+		{ echo "$out"; dmesg | tail -20; fail "nvme connect -t rdma -a $1"; }
+	wait_for 20 nvme_namespace_disk >/dev/null || fail "no block device for the namespace of $NVME_NQN"
+	NVME_DEV=$(nvme_namespace_disk)
+	[ -b "$NVME_DEV" ] || fail "$NVME_DEV is no block device"
+	echo "nvme: connected to $NVME_NQN over rdma at $1: $NVME_DEV," \
+		"$(($(cat "/sys/block/${NVME_DEV#/dev/}/size") / 2048)) MiB"
+}
+
+# nvme_fio_verify NAME FIO_OPTION...: fio writes NVME_DEV and reads every
+# block back with its checksum (verify=crc32c), direct I/O through libaio;
+# prints what it moved and fails on any error or mismatch.
+nvme_fio_verify() {
+	local name=$1 out
+	shift
+	out=$(timeout 600 fio --name="$name" --filename="$NVME_DEV" --direct=1 --ioengine=libaio \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --output-format=terse \
+		--terse-version=3 "$@" 2>&1) || { echo "$out"; fail "fio $name"; }
+	# terse v3: field 3 the job's name, 5 its error, 6 and 7 KiB read and
+	# KiB/s (the reads include the verification's), 47 and 48 the writes'.
+	echo "$out" | awk -F';' -v n="$name" '$3 == n {
+		printf "fio %s: error %s; wrote %d KiB (%d KiB/s), read and checked %d KiB (%d KiB/s)\n",
+			n, $5, $47, $48, $6, $7
+		ok = $5 == 0 && $6 > 0 && $47 > 0 }
+		END { exit !ok }' || { echo "$out"; fail "fio $name did not verify"; }
+}
+
+# nvme_teardown: disconnect NVME_NQN, remove the target's port and
+# subsystem, unload the NVMe and null_blk modules (what exists of them;
+# never fails).
+nvme_teardown() {
+	local sub=$NVME_CFG/subsystems/$NVME_NQN
+	nvme disconnect -n "$NVME_NQN" >/dev/null 2>&1 || true
+	rm -f "$NVME_CFG/ports/1/subsystems/$NVME_NQN"
+	rmdir "$NVME_CFG/ports/1" 2>/dev/null || true
+	echo 0 2>/dev/null >"$sub/namespaces/1/enable" || true
+	rmdir "$sub/namespaces/1" "$sub" 2>/dev/null || true
+	modprobe -r nvme_rdma nvmet_rdma nvmet null_blk 2>/dev/null || true
 }

@@ -32,7 +32,19 @@ TABLE_TESTS = [
     ("wire_ib_send_bw", 65536),
     ("wire_ib_read_bw", 65536),
     ("wire_ib_write_lat", 2),
+    # NVMe over Fabrics (the kernel's target and host on one device), fio.
+    ("nvme_randread", 4096),
+    ("nvme_randwrite", 4096),
+    ("nvme_read", 131072),
+    ("nvme_write", 131072),
 ]
+# The MTUs a test runs at (the NVMe rows: only 9000).
+MTUS = {"nvme_": (9000,)}
+
+
+def mtus(test):
+    return next((m for p, m in MTUS.items() if test.startswith(p)), (1500, 9000))
+
 ANCHORS = ["rxe", "siw"]
 
 
@@ -94,7 +106,7 @@ def table(med, drivers):
         head += f"{d + '/' + a:>17}"
     lines.append(head)
     for test, size in TABLE_TESTS:
-        for mtu in (1500, 9000):
+        for mtu in mtus(test):
             cells = med.get((test, size, mtu), {})
             if not cells:
                 continue
@@ -116,13 +128,14 @@ def table(med, drivers):
 
 def draw_table(med, drivers, path):
     rows = (len(TABLE_TESTS) + 3) // 4
+    every = (1500, 9000)
     fig, axes = plt.subplots(rows, 4, figsize=(16, 4 * rows), squeeze=False)
     for ax, (test, size) in zip(axes.flat, TABLE_TESTS):
         width = 0.8 / max(len(drivers), 1)
         unit = ""
         for i, d in enumerate(drivers):
             ys = []
-            for mtu in (1500, 9000):
+            for mtu in every:
                 cell = med.get((test, size, mtu), {}).get(d)
                 ys.append(cell[0] if cell else 0)
                 if cell:
@@ -134,8 +147,8 @@ def draw_table(med, drivers, path):
         ax.set_ylabel(unit + (" (lower is better)" if test.endswith("_lat") else ""))
         ax.legend()
     fig.suptitle(
-        "perftest medians: loopback on one device, wire_* between two "
-        "(QEMU TCG guest: compare ratios only)"
+        "perftest medians: loopback on one device, wire_* between two; "
+        "nvme_*: NVMe/RDMA with fio on one device (QEMU TCG guest: compare ratios only)"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -178,16 +191,17 @@ def main():
     draw_table(med, drivers, out / "table.png")
     draw_sweep(rows, out / "sweep.png")
     print(f"raw: {out / 'results.jsonl'}  charts: {out / 'table.png'}, {out / 'sweep.png'}")
-    # Each device ran either the loopback tests or the wire ones (wire_*): a cell is missing
+    # A device runs the tests of a kind (loopback, wire_*, nvme_*) or none of them (a wire
+    # device no loopback test; FERROCE_BENCH_SECTIONS may leave kinds out): a cell is missing
     # where a device has figures of that kind but not this one.
     def kind(test):
-        return test.startswith("wire_")
+        return next((p for p in ("wire_", "nvme_") if test.startswith(p)), "")
 
     ran = {(kind(t), d) for (t, _, _), cells in med.items() for d in cells}
     missing = [
         (t, s, m, d)
         for t, s in TABLE_TESTS
-        for m in (1500, 9000)
+        for m in mtus(t)
         for d in drivers
         if (kind(t), d) in ran and d not in med.get((t, s, m), {})
     ]
