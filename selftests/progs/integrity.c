@@ -16,7 +16,8 @@
  * Then UD: GRH and payload, Q_Keys, short receives, AHs of another PD.
  *
  * usage: integrity [-b DEV_B] [-x GIDX] [-X GIDX_B] [-r DEV]... [-l]
- *                  [-s MAX_BYTES] [-t SECONDS] DEV_A [ITERATIONS [SEED]]
+ *                  [-s MAX_BYTES] [-t SECONDS] [-H a|b,ADDR]
+ *                  DEV_A [ITERATIONS [SEED]]
  *
  * With one device, both QPs live on DEV_A (one context, one PD) and
  * connect through its GID index GIDX (default 1).  With -b, side a lives on
@@ -49,11 +50,29 @@
  * immediate data and GRH) and at least half of which must arrive.
  * -s caps message sizes (default 1 MiB), -t the wait for one completion
  * (default 30 s: over the wire an RNR or transport retry is timed).
+ *
+ * -H a,ADDR / -H b,ADDR: the two sides on two hosts.  Both hosts run the
+ * program with the same arguments (-b included), side a's host with
+ * "-H a,ADDR" and side b's with "-H b,ADDR", ADDR being an address of a's
+ * host: the processes meet over TCP port 18517 there, and each opens its
+ * own side's device only (DEV_A on a's host, DEV_B on b's; the other
+ * side's GID index is not used there).  They run in lock step from a's
+ * seed: both make every random choice and fill every buffer, the other
+ * side's in a copy mapped at the address the other host uses for it (a
+ * remote address is the same in both processes); each posts, polls and
+ * checks only what is its own side's, and the two meet over TCP before a
+ * request is posted and after it completes (and check there that their
+ * random streams agree).  A failure on one host ends the other's run too.
  */
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +99,7 @@ struct dev {
 	int gid_index;
 	union ibv_gid gid;
 	bool reference;		/* -r: a peer to test against, not under test */
+	bool remote;		/* -H: the other host's; its name and GID only */
 };
 
 struct side {
@@ -88,6 +108,9 @@ struct side {
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *buf;
+	/* -H, the other host's side: the number of its QP, the keys of its MR. */
+	struct ibv_qp far_qp;
+	struct ibv_mr far_mr;
 };
 
 static uint64_t rng;
@@ -97,6 +120,117 @@ static int transport_retries = 6;
 static uint32_t max_msg = MAX_MSG;
 static int wc_timeout = 30;
 static int naks_lost;
+
+/*
+ * -H: the connection to the other host's process, and where both map each
+ * side's buffer and failures()' other buffer.
+ */
+static bool across;
+static int peer_fd = -1;
+#define PEER_PORT 18517
+#define FAR_BASE 0x200000000000ull
+static uint8_t *far_other;
+
+/* Whether this process drives d (all but the other host's device). */
+static bool local(const struct dev *d)
+{
+	return !d->remote;
+}
+
+/* -H: sends n bytes of mine to the other process, reads n of its into theirs. */
+static void swap_bytes(const void *mine, void *theirs, size_t n)
+{
+	const uint8_t *m = mine;
+	uint8_t *t = theirs;
+	ssize_t r;
+
+	for (size_t done = 0; done < n; done += r) {
+		r = write(peer_fd, m + done, n - done);
+		CHECK(r > 0, "the other host's side stopped (its output says why): %s",
+		      r < 0 ? strerror(errno) : "");
+	}
+	for (size_t done = 0; done < n; done += r) {
+		r = read(peer_fd, t + done, n - done);
+		CHECK(r > 0, "the other host's side stopped (its output says why)%s%s",
+		      r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
+	}
+}
+
+/*
+ * -H: both processes reach this point before either goes on, their random
+ * streams in step (else they would no longer agree on what was sent).
+ */
+static void peer_sync(void)
+{
+	uint64_t theirs;
+
+	if (!across)
+		return;
+	swap_bytes(&rng, &theirs, sizeof(theirs));
+	CHECK(theirs == rng, "the two hosts' random streams differ");
+}
+
+/*
+ * The value v as the process that drives d has it: this one's if d is
+ * local, else the one the other process passes here (both call this at the
+ * same point).
+ */
+static uint32_t owners(const struct dev *d, uint32_t v)
+{
+	uint32_t theirs;
+
+	if (!across)
+		return v;
+	swap_bytes(&v, &theirs, sizeof(v));
+	return local(d) ? v : theirs;
+}
+
+/* -H: the nth region of BUF_SIZE at FAR_BASE, at that address in both processes. */
+static uint8_t *far_map(int nth)
+{
+	void *want = (void *)(uintptr_t)(FAR_BASE + (uint64_t)nth * BUF_SIZE);
+	void *p = mmap(want, BUF_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	CHECK(p == want, "mmap at %p: %s", want, p == MAP_FAILED ? strerror(errno) : "elsewhere");
+	return p;
+}
+
+/* -H: side a listens at addr, side b calls it, for up to two minutes. */
+static void peer_connect(char role, const char *addr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PEER_PORT) };
+	time_t end = time(NULL) + 120;
+	int one = 1, fd;
+
+	CHECK(inet_pton(AF_INET, addr, &sa.sin_addr) == 1, "-H: bad address %s", addr);
+	/* (A write to a process gone would kill this one without a word.) */
+	signal(SIGPIPE, SIG_IGN);
+	if (role == 'a') {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(fd >= 0, "socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0,
+		      "listen at %s:%d: %s", addr, PEER_PORT, strerror(errno));
+		CHECK(readable(fd, 120 * 1000), "side b never called %s:%d", addr, PEER_PORT);
+		peer_fd = accept(fd, NULL, NULL);
+		CHECK(peer_fd >= 0, "accept: %s", strerror(errno));
+		close(fd);
+	} else {
+		for (;;) {
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			CHECK(fd >= 0, "socket: %s", strerror(errno));
+			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+				break;
+			CHECK(time(NULL) < end, "side a never answered at %s:%d: %s", addr,
+			      PEER_PORT, strerror(errno));
+			close(fd);
+			usleep(200000);
+		}
+		peer_fd = fd;
+	}
+	setsockopt(peer_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
 
 static void set_phase(const char *fmt, ...)
 {
@@ -187,6 +321,10 @@ static void side_open(struct side *s)
 				  IBV_QP_EX_WITH_ATOMIC_WRITE,
 	};
 
+	if (!local(s->dev)) {
+		s->qp = &s->far_qp;	/* its number comes in pair_open */
+		return;
+	}
 	s->scq = ibv_create_cq(s->dev->ctx, 64, NULL, NULL, 0);
 	s->rcq = ibv_create_cq(s->dev->ctx, 64, NULL, NULL, 0);
 	CHECK(s->scq && s->rcq, "create_cq on %s: %s", s->dev->name, strerror(errno));
@@ -204,6 +342,8 @@ static void side_open(struct side *s)
 
 static void side_close_qp(struct side *s)
 {
+	if (!local(s->dev))
+		return;
 	CHECK(ibv_destroy_qp(s->qp) == 0, "destroy_qp");
 	CHECK(ibv_destroy_cq(s->scq) == 0, "destroy_cq");
 	CHECK(ibv_destroy_cq(s->rcq) == 0, "destroy_cq");
@@ -219,12 +359,21 @@ static void pair_open(struct side *a, struct side *b, int rnr_retry)
 
 	side_open(a);
 	side_open(b);
-	connect_qp(a, b, rnr_retry, psn_a, psn_b);
-	connect_qp(b, a, rnr_retry, psn_b, psn_a);
+	/* (-H: each process learns the number of the other's QP.) */
+	a->far_qp.qp_num = owners(a->dev, a->qp->qp_num);
+	b->far_qp.qp_num = owners(b->dev, b->qp->qp_num);
+	if (local(a->dev))
+		connect_qp(a, b, rnr_retry, psn_a, psn_b);
+	if (local(b->dev))
+		connect_qp(b, a, rnr_retry, psn_b, psn_a);
+	/* (-H: both QPs take packets before either sends.) */
+	peer_sync();
 }
 
 static void pair_close(struct side *a, struct side *b)
 {
+	/* (-H: neither destroys a QP while the other still uses its peer.) */
+	peer_sync();
 	side_close_qp(a);
 	side_close_qp(b);
 }
@@ -426,13 +575,22 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 		wr.wr.atomic.compare_add = arg;
 		wr.wr.atomic.swap = swap;
 		memset(req->buf + HALF, FILL, HALF);
-		CHECK(ibv_post_send(req->qp, &wr, &bad) == 0, "%s: post_send", what);
-		wc = wait_wc(req->scq, what);
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
-		      "%s: status %s", what, ibv_wc_status_str(wc.status));
-		memcpy(&result, req->buf + HALF + dst_off, 8);
-		CHECK(result == before, "%s: returned %#llx, memory held %#llx", what,
-		      (unsigned long long)result, (unsigned long long)before);
+		/* (-H: the responder's target holds `before`.) */
+		peer_sync();
+		if (local(req->dev)) {
+			CHECK(ibv_post_send(req->qp, &wr, &bad) == 0, "%s: post_send", what);
+			wc = wait_wc(req->scq, what);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
+			      "%s: status %s", what, ibv_wc_status_str(wc.status));
+			memcpy(&result, req->buf + HALF + dst_off, 8);
+			CHECK(result == before, "%s: returned %#llx, memory held %#llx",
+			      what, (unsigned long long)result, (unsigned long long)before);
+			check_guards(req->buf + HALF, dst_off, 8, what);
+		}
+		/* (-H: the atomic has completed.) */
+		peer_sync();
+		if (!local(resp->dev))
+			return;
 		if (op == FAA)
 			CHECK(*target == before + arg, "%s: memory %#llx after adding",
 			      what, (unsigned long long)*target);
@@ -440,7 +598,6 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 			CHECK(*target == (arg == before ? swap : before),
 			      "%s: memory %#llx after compare-and-swap", what,
 			      (unsigned long long)*target);
-		check_guards(req->buf + HALF, dst_off, 8, what);
 		return;
 	}
 	default:
@@ -451,16 +608,22 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 	if (recv && rwr.num_sge)
 		snprintf(what + strlen(what), sizeof(what) - strlen(what),
 			 ", received into %d SGEs", rwr.num_sge);
-	if (recv)
+	if (recv && local(resp->dev))
 		CHECK(ibv_post_recv(resp->qp, &rwr, &rbad) == 0, "%s: post_recv", what);
-	CHECK(post(req, &wr) == 0, "%s: post_send", what);
-	wc = wait_wc(req->scq, what);
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
-	      "%s: send status %s wr_id %llu", what, ibv_wc_status_str(wc.status),
-	      (unsigned long long)wc.wr_id);
-	CHECK(op != AWRITE || (wc.opcode == IBV_WC_ATOMIC_WRITE && wc.byte_len == 8),
-	      "%s: completion opcode %d byte_len %u", what, wc.opcode, wc.byte_len);
-	if (recv) {
+	/* (-H: the responder's buffers are filled, its receive posted.) */
+	peer_sync();
+	if (local(req->dev)) {
+		CHECK(post(req, &wr) == 0, "%s: post_send", what);
+		wc = wait_wc(req->scq, what);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)iter,
+		      "%s: send status %s wr_id %llu", what, ibv_wc_status_str(wc.status),
+		      (unsigned long long)wc.wr_id);
+		CHECK(op != AWRITE || (wc.opcode == IBV_WC_ATOMIC_WRITE && wc.byte_len == 8),
+		      "%s: completion opcode %d byte_len %u", what, wc.opcode, wc.byte_len);
+	}
+	/* (-H: the request has completed.) */
+	peer_sync();
+	if (recv && local(resp->dev)) {
 		wc = wait_wc(resp->rcq, what);
 		CHECK(wc.status == IBV_WC_SUCCESS, "%s: receive status %s", what,
 		      ibv_wc_status_str(wc.status));
@@ -479,6 +642,9 @@ static void one(struct side *req, struct side *resp, enum op op, int iter)
 		else
 			CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM), "%s: immediate flag", what);
 	}
+	/* The destination's host checks it (-H: the source there is a copy). */
+	if (!local((op == READ ? req : resp)->dev))
+		return;
 	if (memcmp(dst_buf + dst_off, src_buf + src_off, len)) {
 		for (uint32_t i = 0; i < len; i++)
 			CHECK(dst_buf[dst_off + i] == src_buf[src_off + i],
@@ -514,13 +680,21 @@ static void refused(struct side *a, struct side *b, struct ibv_send_wr *wr,
 	CHECK(copy, "out of memory");
 	set_phase("failures, requester %s QP %u, responder %s QP %u, %s",
 		  a->dev->name, a->qp->qp_num, b->dev->name, b->qp->qp_num, what);
-	memcpy(copy, b->buf, BUF_SIZE);
-	CHECK(post(a, wr) == 0, "%s: post_send", what);
-	wc = wait_wc(a->scq, what);
-	CHECK(nak_status(wc.status, status), "%s: status %s, expected %s", what,
-	      ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
-	CHECK(!memcmp(copy, b->buf, BUF_SIZE), "%s: the responder's memory changed",
-	      what);
+	if (local(b->dev))
+		memcpy(copy, b->buf, BUF_SIZE);
+	/* (-H: the responder's memory is noted.) */
+	peer_sync();
+	if (local(a->dev)) {
+		CHECK(post(a, wr) == 0, "%s: post_send", what);
+		wc = wait_wc(a->scq, what);
+		CHECK(nak_status(wc.status, status), "%s: status %s, expected %s", what,
+		      ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
+	}
+	/* (-H: the request has failed.) */
+	peer_sync();
+	if (local(b->dev))
+		CHECK(!memcmp(copy, b->buf, BUF_SIZE), "%s: the responder's memory changed",
+		      what);
 	free(copy);
 }
 
@@ -552,8 +726,9 @@ static void failures(struct side *a, struct side *b)
 			       .lkey = a->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
 				  .send_flags = IBV_SEND_SIGNALED };
-	uint8_t *other = aligned_alloc(4096, 1 << 16);
-	struct ibv_mr *ro, *foreign;
+	uint8_t *other = across ? far_other : aligned_alloc(4096, 1 << 16);
+	struct ibv_mr *ro = NULL, *foreign = NULL;
+	uint32_t ro_rkey, foreign_rkey;
 	struct {
 		enum ibv_wr_opcode opcode;
 		uint64_t addr;
@@ -566,10 +741,15 @@ static void failures(struct side *a, struct side *b)
 	CHECK(other, "out of memory");
 	fill_random(a->buf, 4096);
 	/* Read-only for peers, and an MR of another PD. */
-	ro = ibv_reg_mr(b->dev->pd, other, 1 << 16, IBV_ACCESS_REMOTE_READ);
-	foreign = ibv_reg_mr(b->dev->other_pd, other, 1 << 16,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	CHECK(ro && foreign, "reg_mr on %s: %s", b->dev->name, strerror(errno));
+	if (local(b->dev)) {
+		ro = ibv_reg_mr(b->dev->pd, other, 1 << 16, IBV_ACCESS_REMOTE_READ);
+		foreign = ibv_reg_mr(b->dev->other_pd, other, 1 << 16,
+				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		CHECK(ro && foreign, "reg_mr on %s: %s", b->dev->name, strerror(errno));
+	}
+	/* (-H: the requester learns their keys from b's host.) */
+	ro_rkey = owners(b->dev, ro ? ro->rkey : 0);
+	foreign_rkey = owners(b->dev, foreign ? foreign->rkey : 0);
 
 	uint64_t end = (uintptr_t)b->buf + BUF_SIZE;
 	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, end - 16, b->mr->rkey, 64,
@@ -578,15 +758,15 @@ static void failures(struct side *a, struct side *b)
 		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE before the start of the MR" };
 	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)b->buf, b->mr->rkey ^ 0x80, 64,
 		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE with a stale key byte" };
-	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, ro->rkey, 64,
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, ro_rkey, 64,
 		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into a read-only MR" };
-	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, foreign->rkey, 64,
+	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_WRITE, (uintptr_t)other, foreign_rkey, 64,
 		IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into an MR of another PD" };
 	cases[n++] = (typeof(cases[0])){ IBV_WR_RDMA_READ, end - 8, b->mr->rkey, 64,
 		IBV_WC_REM_ACCESS_ERR, "RDMA READ across the end of the MR" };
 	cases[n++] = (typeof(cases[0])){ IBV_WR_ATOMIC_WRITE, end, b->mr->rkey, 8,
 		IBV_WC_REM_ACCESS_ERR, "ATOMIC_WRITE past the end of the MR" };
-	cases[n++] = (typeof(cases[0])){ IBV_WR_ATOMIC_WRITE, (uintptr_t)other, ro->rkey, 8,
+	cases[n++] = (typeof(cases[0])){ IBV_WR_ATOMIC_WRITE, (uintptr_t)other, ro_rkey, 8,
 		IBV_WC_REM_ACCESS_ERR, "ATOMIC_WRITE into a read-only MR" };
 
 	for (int i = 0; i < n; i++) {
@@ -631,21 +811,25 @@ static void failures(struct side *a, struct side *b)
 
 		pair_open(a, b, 7);
 		case_phase(a, b, "SEND into a short buffer");
-		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		if (local(b->dev))
+			CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
 		memset(b->buf + HALF, FILL, 64);
-		{
+		peer_sync();
+		if (local(a->dev)) {
 			struct ibv_send_wr *bad;
 
 			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+			wc = wait_wc(a->scq, "SEND into a short buffer");
+			CHECK(nak_status(wc.status, IBV_WC_REM_INV_REQ_ERR),
+			      "SEND into a short buffer: requester status %s",
+			      ibv_wc_status_str(wc.status));
 		}
-		wc = wait_wc(a->scq, "SEND into a short buffer");
-		CHECK(nak_status(wc.status, IBV_WC_REM_INV_REQ_ERR),
-		      "SEND into a short buffer: requester status %s",
-		      ibv_wc_status_str(wc.status));
-		wc = wait_wc(b->rcq, "SEND into a short buffer");
-		CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 9,
-		      "SEND into a short buffer: responder status %s",
-		      ibv_wc_status_str(wc.status));
+		if (local(b->dev)) {
+			wc = wait_wc(b->rcq, "SEND into a short buffer");
+			CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 9,
+			      "SEND into a short buffer: responder status %s",
+			      ibv_wc_status_str(wc.status));
+		}
 		pair_close(a, b);
 	}
 
@@ -660,17 +844,25 @@ static void failures(struct side *a, struct side *b)
 
 		case_phase(a, b, "SEND waiting for its receive (RNR)");
 		fill_random(a->buf, 64);
-		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
-		no_wc(a->scq, 200, "SEND before its receive");
-		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
-		wc = wait_wc(a->scq, "SEND after its receive");
-		CHECK(wc.status == IBV_WC_SUCCESS, "SEND after RNR: %s",
-		      ibv_wc_status_str(wc.status));
-		wc = wait_wc(b->rcq, "SEND after its receive");
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 &&
-			      !memcmp(b->buf + HALF, a->buf, 64),
-		      "receive after RNR: %s, %u bytes", ibv_wc_status_str(wc.status),
-		      wc.byte_len);
+		if (local(a->dev)) {
+			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+			no_wc(a->scq, 200, "SEND before its receive");
+		}
+		peer_sync();
+		if (local(b->dev))
+			CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		if (local(a->dev)) {
+			wc = wait_wc(a->scq, "SEND after its receive");
+			CHECK(wc.status == IBV_WC_SUCCESS, "SEND after RNR: %s",
+			      ibv_wc_status_str(wc.status));
+		}
+		if (local(b->dev)) {
+			wc = wait_wc(b->rcq, "SEND after its receive");
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 &&
+				      !memcmp(b->buf + HALF, a->buf, 64),
+			      "receive after RNR: %s, %u bytes", ibv_wc_status_str(wc.status),
+			      wc.byte_len);
+		}
 	}
 	pair_close(a, b);
 
@@ -695,19 +887,32 @@ static void failures(struct side *a, struct side *b)
 		w.imm_data = htonl(0x5eed1234);
 		w.wr.rdma.remote_addr = (uintptr_t)b->buf;
 		w.wr.rdma.rkey = b->mr->rkey;
-		CHECK(ibv_post_send(a->qp, &w, &bad) == 0, "post_send");
-		no_wc(a->scq, 200, "RDMA WRITE with immediate before its receive");
-		CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
-		wc = wait_wc(a->scq, "RDMA WRITE with immediate after its receive");
-		CHECK(wc.status == IBV_WC_SUCCESS, "RDMA WRITE with immediate after RNR: %s",
-		      ibv_wc_status_str(wc.status));
-		wc = wait_wc(b->rcq, "RDMA WRITE with immediate after its receive");
-		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 12 &&
-			      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 64 &&
-			      (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0x5eed1234) &&
-			      !memcmp(b->buf, a->buf, 64),
-		      "immediate after RNR: %s, opcode %d, %u bytes, imm %#x",
-		      ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, ntohl(wc.imm_data));
+		/* (-H: b's target is zeroed.) */
+		peer_sync();
+		if (local(a->dev)) {
+			CHECK(ibv_post_send(a->qp, &w, &bad) == 0, "post_send");
+			no_wc(a->scq, 200, "RDMA WRITE with immediate before its receive");
+		}
+		peer_sync();
+		if (local(b->dev))
+			CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
+		if (local(a->dev)) {
+			wc = wait_wc(a->scq, "RDMA WRITE with immediate after its receive");
+			CHECK(wc.status == IBV_WC_SUCCESS,
+			      "RDMA WRITE with immediate after RNR: %s",
+			      ibv_wc_status_str(wc.status));
+		}
+		if (local(b->dev)) {
+			wc = wait_wc(b->rcq, "RDMA WRITE with immediate after its receive");
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 12 &&
+				      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 64 &&
+				      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+				      wc.imm_data == htonl(0x5eed1234) &&
+				      !memcmp(b->buf, a->buf, 64),
+			      "immediate after RNR: %s, opcode %d, %u bytes, imm %#x",
+			      ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len,
+			      ntohl(wc.imm_data));
+		}
 	}
 	pair_close(a, b);
 
@@ -726,24 +931,32 @@ static void failures(struct side *a, struct side *b)
 		case_phase(a, b, "a burst of SENDs waiting for their receives");
 		for (int i = 0; i < BURST; i++) {
 			wr.wr_id = 100 + i;
-			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send %d", i);
+			if (local(a->dev))
+				CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send %d", i);
 			rs[i] = (struct ibv_sge){ (uintptr_t)b->buf + HALF + 64 * i, 64,
 						  b->mr->lkey };
 			rwr[i] = (struct ibv_recv_wr){ .wr_id = 200 + i, .sg_list = &rs[i],
 						       .num_sge = 1,
 						       .next = i + 1 < BURST ? &rwr[i + 1] : NULL };
 		}
-		no_wc(a->scq, 100, "sends before their receives");
-		CHECK(ibv_post_recv(b->qp, rwr, &rbad) == 0, "post_recv of %d", BURST);
+		if (local(a->dev))
+			no_wc(a->scq, 100, "sends before their receives");
+		peer_sync();
+		if (local(b->dev))
+			CHECK(ibv_post_recv(b->qp, rwr, &rbad) == 0, "post_recv of %d", BURST);
 		for (int i = 0; i < BURST; i++) {
-			wc = wait_wc(a->scq, "a burst of sends after its receives");
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100u + i,
-			      "send %d of the burst: %s, wr_id %llu", i,
-			      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
-			wc = wait_wc(b->rcq, "a burst of receives");
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 200u + i,
-			      "receive %d of the burst: %s, wr_id %llu", i,
-			      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+			if (local(a->dev)) {
+				wc = wait_wc(a->scq, "a burst of sends after its receives");
+				CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 100u + i,
+				      "send %d of the burst: %s, wr_id %llu", i,
+				      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+			}
+			if (local(b->dev)) {
+				wc = wait_wc(b->rcq, "a burst of receives");
+				CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 200u + i,
+				      "receive %d of the burst: %s, wr_id %llu", i,
+				      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+			}
 		}
 		wr.wr_id = 7;
 	}
@@ -756,13 +969,19 @@ static void failures(struct side *a, struct side *b)
 		struct ibv_wc wc;
 
 		case_phase(a, b, "SEND waiting on a responder that enters ERR");
-		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
-		no_wc(a->scq, 100, "SEND before its receive");
-		modify_state(b->qp, IBV_QPS_ERR);
-		wc = wait_wc(a->scq, "SEND to a responder gone to ERR");
-		CHECK(wc.status == IBV_WC_RETRY_EXC_ERR,
-		      "SEND waiting on a responder that entered ERR: %s",
-		      ibv_wc_status_str(wc.status));
+		if (local(a->dev)) {
+			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
+			no_wc(a->scq, 100, "SEND before its receive");
+		}
+		peer_sync();
+		if (local(b->dev))
+			modify_state(b->qp, IBV_QPS_ERR);
+		if (local(a->dev)) {
+			wc = wait_wc(a->scq, "SEND to a responder gone to ERR");
+			CHECK(wc.status == IBV_WC_RETRY_EXC_ERR,
+			      "SEND waiting on a responder that entered ERR: %s",
+			      ibv_wc_status_str(wc.status));
+		}
 	}
 	pair_close(a, b);
 
@@ -773,16 +992,22 @@ static void failures(struct side *a, struct side *b)
 
 		pair_open(a, b, 7);
 		case_phase(a, b, "RDMA WRITE posted in SQD");
-		modify_state(a->qp, IBV_QPS_SQD);
 		wr.opcode = IBV_WR_RDMA_WRITE;
 		fill_random(a->buf, 64);
-		CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send in SQD");
-		no_wc(a->scq, 100, "RDMA WRITE posted in SQD");
-		modify_state(a->qp, IBV_QPS_RTS);
-		wc = wait_wc(a->scq, "RDMA WRITE after SQD -> RTS");
-		CHECK(wc.status == IBV_WC_SUCCESS &&
-			      !memcmp(b->buf + HALF, a->buf, 64),
-		      "RDMA WRITE after SQD -> RTS: %s", ibv_wc_status_str(wc.status));
+		if (local(a->dev)) {
+			modify_state(a->qp, IBV_QPS_SQD);
+			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send in SQD");
+			no_wc(a->scq, 100, "RDMA WRITE posted in SQD");
+			modify_state(a->qp, IBV_QPS_RTS);
+			wc = wait_wc(a->scq, "RDMA WRITE after SQD -> RTS");
+			CHECK(wc.status == IBV_WC_SUCCESS, "RDMA WRITE after SQD -> RTS: %s",
+			      ibv_wc_status_str(wc.status));
+		}
+		/* (-H: the write has completed.) */
+		peer_sync();
+		if (local(b->dev))
+			CHECK(!memcmp(b->buf + HALF, a->buf, 64),
+			      "RDMA WRITE after SQD -> RTS: the data differs");
 		wr.opcode = IBV_WR_SEND;
 		pair_close(a, b);
 	}
@@ -792,9 +1017,12 @@ static void failures(struct side *a, struct side *b)
 	refused(a, b, &wr, IBV_WC_RNR_RETRY_EXC_ERR, "SEND without a receive, rnr_retry 0");
 	pair_close(a, b);
 
-	ibv_dereg_mr(ro);
-	ibv_dereg_mr(foreign);
-	free(other);
+	if (local(b->dev)) {
+		ibv_dereg_mr(ro);
+		ibv_dereg_mr(foreign);
+	}
+	if (!across)
+		free(other);
 }
 
 /* Waits up to ms milliseconds for a completion; 0 if none came. */
@@ -856,19 +1084,47 @@ static struct ibv_ah *ah_to(struct ibv_pd *pd, struct dev *src, struct dev *dest
 	return ah;
 }
 
+/* A UD QP of d's; -H, on the other host: its number only, in far. */
+static struct ibv_qp *ud_qp_of(struct dev *d, struct ibv_cq *cq, int depth,
+			       uint32_t qkey, struct ibv_qp *far)
+{
+	struct ibv_qp *qp = local(d) ? ud_qp(d, cq, depth, qkey) : far;
+
+	far->qp_num = owners(d, qp->qp_num);
+	return qp;
+}
+
+/* A CQ of d's (-H: none for the other host's). */
+static struct ibv_cq *cq_of(struct dev *d, int depth)
+{
+	struct ibv_cq *cq = local(d) ? ibv_create_cq(d->ctx, depth, NULL, NULL, 0) : NULL;
+
+	CHECK(cq || !local(d), "create_cq on %s: %s", d->name, strerror(errno));
+	return cq;
+}
+
+/* An MR of d's for local writes (-H, the other host's: no keys). */
+static struct ibv_mr *local_mr_of(struct dev *d, void *buf, size_t len)
+{
+	static struct ibv_mr none;
+	struct ibv_mr *mr = local(d) ? ibv_reg_mr(d->pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : &none;
+
+	CHECK(mr, "reg_mr on %s: %s", d->name, strerror(errno));
+	return mr;
+}
+
 /*
  * UD from a QP on t to a QP on r: datagrams land after a 40-byte GRH
  * holding the sender's IP header; a wrong Q_Key drops them; a receive
  * buffer too short completes in error and the receiver goes on; an AH of
- * another PD is refused.
+ * another PD is refused.  (-H: each host has its own buf, filled alike.)
  */
 static void datagrams(struct dev *t, struct dev *r)
 {
-	struct ibv_cq *scq = ibv_create_cq(t->ctx, 16, NULL, NULL, 0);
-	struct ibv_cq *rcq = ibv_create_cq(r->ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *scq = cq_of(t, 16), *rcq = cq_of(r, 16);
 	uint8_t *buf = aligned_alloc(4096, 1 << 16);
-	struct ibv_qp *tx, *rx;
-	struct ibv_ah *ah, *ah_other;
+	struct ibv_qp *tx, *rx, far_tx = {}, far_rx = {};
+	struct ibv_ah *ah = NULL, *ah_other = NULL;
 	struct ibv_mr *smr, *rmr;
 	struct ibv_sge rs[2];
 	struct ibv_send_wr wr = {}, *bad;
@@ -876,17 +1132,18 @@ static void datagrams(struct dev *t, struct dev *r)
 	struct ibv_wc wc;
 	const uint32_t qkey = 0x1234;
 
-	CHECK(scq && rcq && buf, "create_cq: %s", strerror(errno));
+	CHECK(buf, "out of memory");
 	/* One buffer: the sender's data at 0, the receive buffers above. */
-	smr = ibv_reg_mr(t->pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
-	rmr = ibv_reg_mr(r->pd, buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(smr && rmr, "reg_mr: %s", strerror(errno));
-	tx = ud_qp(t, scq, 8, qkey);
-	rx = ud_qp(r, rcq, 8, qkey);
+	smr = local_mr_of(t, buf, 1 << 16);
+	rmr = local_mr_of(r, buf, 1 << 16);
+	tx = ud_qp_of(t, scq, 8, qkey, &far_tx);
+	rx = ud_qp_of(r, rcq, 8, qkey, &far_rx);
 	set_phase("UD datagrams from %s QP %u to %s QP %u", t->name, tx->qp_num,
 		  r->name, rx->qp_num);
-	ah = ah_to(t->pd, t, r);
-	ah_other = ah_to(t->other_pd, t, r);
+	if (local(t)) {
+		ah = ah_to(t->pd, t, r);
+		ah_other = ah_to(t->other_pd, t, r);
+	}
 
 	/* A datagram in two SGEs into a receive of two SGEs. */
 	fill_random(buf, 1024);
@@ -894,7 +1151,8 @@ static void datagrams(struct dev *t, struct dev *r)
 	rs[0] = (struct ibv_sge){ (uintptr_t)buf + 4096, 100, rmr->lkey };
 	rs[1] = (struct ibv_sge){ (uintptr_t)buf + 8192, 2048, rmr->lkey };
 	rwr = (struct ibv_recv_wr){ .wr_id = 50, .sg_list = rs, .num_sge = 2 };
-	CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+	if (local(r))
+		CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
 	struct ibv_sge ss[2] = { { (uintptr_t)buf, 300, smr->lkey },
 				 { (uintptr_t)buf + 300, 212, smr->lkey } };
 	wr = (struct ibv_send_wr){ .wr_id = 60, .sg_list = ss, .num_sge = 2,
@@ -904,33 +1162,48 @@ static void datagrams(struct dev *t, struct dev *r)
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = rx->qp_num;
 	wr.wr.ud.remote_qkey = qkey;
-	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
-	wc = wait_wc(scq, "UD send");
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 60, "UD send: %s",
-	      ibv_wc_status_str(wc.status));
-	wc = wait_wc(rcq, "UD receive");
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 50 &&
-		      wc.byte_len == 40 + 512 && wc.src_qp == tx->qp_num &&
-		      (wc.wc_flags & IBV_WC_GRH) && (wc.wc_flags & IBV_WC_WITH_IMM) &&
-		      be32toh(wc.imm_data) == 0xfeedf00d,
-	      "UD receive: %s, %u bytes, src_qp %u, flags %#x",
-	      ibv_wc_status_str(wc.status), wc.byte_len, wc.src_qp, wc.wc_flags);
-	CHECK(grh_ok(buf + 4096, &t->gid, &r->gid),
-	      "UD GRH: not the IP header from the sender's GID to the receiver's");
-	CHECK(!memcmp(buf + 4096 + 40, buf, 60) && !memcmp(buf + 8192, buf + 60, 452),
-	      "UD payload differs");
-	CHECK(buf[8192 + 452] == FILL, "UD receive wrote past the datagram");
+	/* (-H: the receive is posted.) */
+	peer_sync();
+	if (local(t)) {
+		CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+		wc = wait_wc(scq, "UD send");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 60, "UD send: %s",
+		      ibv_wc_status_str(wc.status));
+	}
+	if (local(r)) {
+		wc = wait_wc(rcq, "UD receive");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 50 &&
+			      wc.byte_len == 40 + 512 && wc.src_qp == tx->qp_num &&
+			      (wc.wc_flags & IBV_WC_GRH) && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+			      be32toh(wc.imm_data) == 0xfeedf00d,
+		      "UD receive: %s, %u bytes, src_qp %u, flags %#x",
+		      ibv_wc_status_str(wc.status), wc.byte_len, wc.src_qp, wc.wc_flags);
+		CHECK(grh_ok(buf + 4096, &t->gid, &r->gid),
+		      "UD GRH: not the IP header from the sender's GID to the receiver's");
+		CHECK(!memcmp(buf + 4096 + 40, buf, 60) && !memcmp(buf + 8192, buf + 60, 452),
+		      "UD payload differs");
+		CHECK(buf[8192 + 452] == FILL, "UD receive wrote past the datagram");
+	}
 
 	/* A wrong Q_Key: dropped, the receive stays posted. */
 	rwr.wr_id = 51;
-	CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+	if (local(r))
+		CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
 	wr.wr.ud.remote_qkey = qkey + 1;
 	wr.wr_id = 61;
-	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
-	wc = wait_wc(scq, "UD send with a wrong Q_Key");
-	CHECK(wc.status == IBV_WC_SUCCESS, "UD send, wrong Q_Key: %s",
-	      ibv_wc_status_str(wc.status));
-	CHECK(!maybe_wc(rcq, &wc, 500), "a datagram with a wrong Q_Key was received");
+	peer_sync();
+	if (local(t)) {
+		CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+		wc = wait_wc(scq, "UD send with a wrong Q_Key");
+		CHECK(wc.status == IBV_WC_SUCCESS, "UD send, wrong Q_Key: %s",
+		      ibv_wc_status_str(wc.status));
+	}
+	/* (-H: the datagram is out.) */
+	peer_sync();
+	if (local(r))
+		CHECK(!maybe_wc(rcq, &wc, 500), "a datagram with a wrong Q_Key was received");
+	/* (-H: the receiver has waited for nothing before the next one comes.) */
+	peer_sync();
 
 	/* Too long for the receive: its completion fails, the QP goes on. */
 	wr.wr.ud.remote_qkey = qkey;
@@ -942,32 +1215,43 @@ static void datagrams(struct dev *t, struct dev *r)
 	ss[0].length = 16;
 	wr.num_sge = 1;
 	wr.wr_id = 62;
-	CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
-	wc = wait_wc(rcq, "UD receive 51");
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 51 && wc.byte_len == 56,
-	      "UD receive 51: %s, wr_id %llu, %u bytes", ibv_wc_status_str(wc.status),
-	      (unsigned long long)wc.wr_id, wc.byte_len);
-	wc = wait_wc(scq, "UD send 62");
+	if (local(t))
+		CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+	if (local(r)) {
+		wc = wait_wc(rcq, "UD receive 51");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 51 && wc.byte_len == 56,
+		      "UD receive 51: %s, wr_id %llu, %u bytes", ibv_wc_status_str(wc.status),
+		      (unsigned long long)wc.wr_id, wc.byte_len);
+	}
+	if (local(t))
+		wc = wait_wc(scq, "UD send 62");
 	/* (rxe 6.12 drops such a datagram without completing the receive.) */
 	if (!skip_ref(r, "responder", "UD datagram into a short receive buffer")) {
 		struct ibv_qp_attr qa;
 		struct ibv_qp_init_attr qi;
 
-		CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
+		if (local(r))
+			CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv");
 		ss[0].length = 512;
 		wr.wr_id = 63;
-		CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
-		wc = wait_wc(rcq, "UD receive too short");
-		CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 52,
-		      "UD receive too short: %s", ibv_wc_status_str(wc.status));
-		wc = wait_wc(scq, "UD send 63");
-		CHECK(ibv_query_qp(rx, &qa, IBV_QP_STATE, &qi) == 0 &&
-			      qa.qp_state == IBV_QPS_RTS,
-		      "UD receiver in state %d after a short receive", qa.qp_state);
+		peer_sync();
+		if (local(t))
+			CHECK(ibv_post_send(tx, &wr, &bad) == 0, "UD post_send");
+		if (local(r)) {
+			wc = wait_wc(rcq, "UD receive too short");
+			CHECK(wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 52,
+			      "UD receive too short: %s", ibv_wc_status_str(wc.status));
+		}
+		if (local(t))
+			wc = wait_wc(scq, "UD send 63");
+		if (local(r))
+			CHECK(ibv_query_qp(rx, &qa, IBV_QP_STATE, &qi) == 0 &&
+				      qa.qp_state == IBV_QPS_RTS,
+			      "UD receiver in state %d after a short receive", qa.qp_state);
 	}
 
 	/* An AH of another PD: refused, and the send queue stops (SQE). */
-	if (!skip_ref(t, "requester", "UD send through an AH of another PD")) {
+	if (!skip_ref(t, "requester", "UD send through an AH of another PD") && local(t)) {
 		struct ibv_qp_attr qa;
 		struct ibv_qp_init_attr qi;
 
@@ -985,10 +1269,19 @@ static void datagrams(struct dev *t, struct dev *r)
 	printf("  UD %s -> %s: GRH, payload, immediate; wrong Q_Key dropped%s%s\n",
 	       t->name, r->name, r->reference ? "" : "; short receive failed alone",
 	       t->reference ? "" : "; foreign AH refused");
-	CHECK(!ibv_destroy_qp(tx) && !ibv_destroy_qp(rx), "destroy UD QPs");
-	CHECK(!ibv_destroy_ah(ah) && !ibv_destroy_ah(ah_other), "destroy AHs");
-	CHECK(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy CQs");
-	CHECK(!ibv_dereg_mr(smr) && !ibv_dereg_mr(rmr), "dereg_mr");
+	/* (-H: both are done.) */
+	peer_sync();
+	if (local(t)) {
+		CHECK(!ibv_destroy_qp(tx), "destroy UD QP");
+		CHECK(!ibv_destroy_ah(ah) && !ibv_destroy_ah(ah_other), "destroy AHs");
+		CHECK(!ibv_destroy_cq(scq), "destroy CQ");
+		CHECK(!ibv_dereg_mr(smr), "dereg_mr");
+	}
+	if (local(r)) {
+		CHECK(!ibv_destroy_qp(rx), "destroy UD QP");
+		CHECK(!ibv_destroy_cq(rcq), "destroy CQ");
+		CHECK(!ibv_dereg_mr(rmr), "dereg_mr");
+	}
 	free(buf);
 }
 
@@ -1001,34 +1294,35 @@ static void datagrams(struct dev *t, struct dev *r)
 static void datagram_stream(struct dev *t, struct dev *r)
 {
 	enum { N = 64, SLOT = 2048, MTU = 1024 };
-	struct ibv_cq *scq = ibv_create_cq(t->ctx, 2 * N, NULL, NULL, 0);
-	struct ibv_cq *rcq = ibv_create_cq(r->ctx, 2 * N, NULL, NULL, 0);
+	struct ibv_cq *scq = cq_of(t, 2 * N), *rcq = cq_of(r, 2 * N);
 	uint8_t *sbuf = aligned_alloc(4096, N * SLOT), *rbuf = aligned_alloc(4096, 2 * N * SLOT);
 	uint32_t len[N];
 	int seen[N] = {}, arrived = 0, dups = 0;
 	struct ibv_mr *smr, *rmr;
-	struct ibv_qp *tx, *rx;
-	struct ibv_ah *ah;
+	struct ibv_qp *tx, *rx, far_tx = {}, far_rx = {};
+	struct ibv_ah *ah = NULL;
 	struct ibv_wc wc;
 	const uint32_t qkey = 0x4321;
 
-	CHECK(scq && rcq && sbuf && rbuf, "create_cq: %s", strerror(errno));
-	smr = ibv_reg_mr(t->pd, sbuf, N * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	rmr = ibv_reg_mr(r->pd, rbuf, 2 * N * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	CHECK(smr && rmr, "reg_mr: %s", strerror(errno));
-	tx = ud_qp(t, scq, 2 * N, qkey);
-	rx = ud_qp(r, rcq, 2 * N, qkey);
+	CHECK(sbuf && rbuf, "out of memory");
+	smr = local_mr_of(t, sbuf, N * SLOT);
+	rmr = local_mr_of(r, rbuf, 2 * N * SLOT);
+	tx = ud_qp_of(t, scq, 2 * N, qkey, &far_tx);
+	rx = ud_qp_of(r, rcq, 2 * N, qkey, &far_rx);
 	set_phase("UD stream over a lossy link from %s QP %u to %s QP %u",
 		  t->name, tx->qp_num, r->name, rx->qp_num);
-	ah = ah_to(t->pd, t, r);
+	if (local(t))
+		ah = ah_to(t->pd, t, r);
 	/* Room for every datagram twice: duplicates take receives too. */
-	for (int i = 0; i < 2 * N; i++) {
+	for (int i = 0; local(r) && i < 2 * N; i++) {
 		struct ibv_sge sge = { (uintptr_t)rbuf + i * SLOT, SLOT, rmr->lkey };
 		struct ibv_recv_wr rwr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *rbad;
 
 		CHECK(ibv_post_recv(rx, &rwr, &rbad) == 0, "post_recv %d", i);
 	}
 	memset(rbuf, FILL, 2 * N * SLOT);
+	/* (-H: the receives are posted.) */
+	peer_sync();
 	for (int i = 0; i < N; i++) {
 		struct ibv_sge sge = { (uintptr_t)sbuf + i * SLOT, 0, smr->lkey };
 		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
@@ -1038,6 +1332,8 @@ static void datagram_stream(struct dev *t, struct dev *r)
 
 		len[i] = sge.length = 1 + rand_below(MTU);
 		fill_random(sbuf + i * SLOT, len[i]);
+		if (!local(t))
+			continue;
 		wr.wr.ud.ah = ah;
 		wr.wr.ud.remote_qpn = rx->qp_num;
 		wr.wr.ud.remote_qkey = qkey;
@@ -1047,8 +1343,10 @@ static void datagram_stream(struct dev *t, struct dev *r)
 		      "UD stream send %d: %s, wr_id %llu", i,
 		      ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
 	}
+	/* (-H: every datagram is sent.) */
+	peer_sync();
 	/* Whatever arrives comes within two seconds of the one before. */
-	while (maybe_wc(rcq, &wc, 2000)) {
+	while (local(r) && maybe_wc(rcq, &wc, 2000)) {
 		uint32_t seq = be32toh(wc.imm_data);
 		const uint8_t *p = rbuf + wc.wr_id * SLOT;
 
@@ -1069,13 +1367,24 @@ static void datagram_stream(struct dev *t, struct dev *r)
 		else
 			arrived++;
 	}
-	printf("  UD stream %s -> %s: %d of %d datagrams arrived intact, %d "
-	       "duplicates\n", t->name, r->name, arrived, N, dups);
-	CHECK(arrived >= N / 2, "only %d of %d datagrams arrived", arrived, N);
-	CHECK(!ibv_destroy_qp(tx) && !ibv_destroy_qp(rx), "destroy UD QPs");
-	CHECK(!ibv_destroy_ah(ah), "destroy AH");
-	CHECK(!ibv_destroy_cq(scq) && !ibv_destroy_cq(rcq), "destroy CQs");
-	CHECK(!ibv_dereg_mr(smr) && !ibv_dereg_mr(rmr), "dereg_mr");
+	if (local(r)) {
+		printf("  UD stream %s -> %s: %d of %d datagrams arrived intact, %d "
+		       "duplicates\n", t->name, r->name, arrived, N, dups);
+		CHECK(arrived >= N / 2, "only %d of %d datagrams arrived", arrived, N);
+	}
+	/* (-H: both are done.) */
+	peer_sync();
+	if (local(t)) {
+		CHECK(!ibv_destroy_qp(tx), "destroy UD QP");
+		CHECK(!ibv_destroy_ah(ah), "destroy AH");
+		CHECK(!ibv_destroy_cq(scq), "destroy CQ");
+		CHECK(!ibv_dereg_mr(smr), "dereg_mr");
+	}
+	if (local(r)) {
+		CHECK(!ibv_destroy_qp(rx), "destroy UD QP");
+		CHECK(!ibv_destroy_cq(rcq), "destroy CQ");
+		CHECK(!ibv_dereg_mr(rmr), "dereg_mr");
+	}
 	free(sbuf);
 	free(rbuf);
 }
@@ -1083,21 +1392,22 @@ static void datagram_stream(struct dev *t, struct dev *r)
 static void usage(void)
 {
 	fprintf(stderr, "usage: integrity [-b DEV_B] [-x GIDX] [-X GIDX_B] [-r DEV]... "
-		"[-l] [-s MAX_BYTES] [-t SECONDS] DEV_A [ITERATIONS [SEED]]\n");
+		"[-l] [-s MAX_BYTES] [-t SECONDS] [-H a|b,ADDR] DEV_A [ITERATIONS [SEED]]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *name_b = NULL, *refs[2] = {};
+	const char *name_b = NULL, *refs[2] = {}, *hosts = NULL;
 	int gidx = 1, gidx_b = -1, iters, c, nrefs = 0;
+	char role = 0;
 	struct dev da = {}, db = {};
 	struct side a = {}, b = {};
 	int counts[NR_OPS] = {};
 
 	/* Progress and failures in the order they happen, also into a pipe. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "b:x:X:ls:t:r:")) != -1) {
+	while ((c = getopt(argc, argv, "b:x:X:ls:t:r:H:")) != -1) {
 		switch (c) {
 		case 'b': name_b = optarg; break;
 		case 'r':
@@ -1110,31 +1420,85 @@ int main(int argc, char **argv)
 		case 'l': lossy = true; break;
 		case 's': max_msg = strtoul(optarg, NULL, 0); break;
 		case 't': wc_timeout = atoi(optarg); break;
+		case 'H': hosts = optarg; break;
 		default: usage();
 		}
 	}
 	if (optind >= argc || argc - optind > 3 || max_msg < 8 || max_msg > MAX_MSG ||
 	    wc_timeout < 1)
 		usage();
+	if (hosts) {
+		role = hosts[0];
+		if ((role != 'a' && role != 'b') || hosts[1] != ',' || !name_b)
+			usage();
+	}
 	iters = argc - optind > 1 ? atoi(argv[optind + 1]) : 300;
 	rng = argc - optind > 2 ? strtoull(argv[optind + 2], NULL, 0)
 				: (uint64_t)time(NULL) * 2654435761u;
 	rng |= 1;
 	seed = rng;
 	two_devices = name_b;
+	if (hosts) {
+		/* Side b takes a's seed; both must be run alike. */
+		struct { uint64_t seed; uint32_t iters, max_msg, lossy; } mine = {
+			seed, iters, max_msg, lossy }, theirs;
+
+		across = true;
+		peer_connect(role, hosts + 2);
+		swap_bytes(&mine, &theirs, sizeof(mine));
+		CHECK(theirs.iters == mine.iters && theirs.max_msg == mine.max_msg &&
+			      theirs.lossy == mine.lossy,
+		      "the other host runs with other arguments");
+		if (role == 'b')
+			rng = seed = theirs.seed;
+	}
 	if (two_devices)
-		printf("integrity: %s <-> %s (GID %d <-> %d), %d iterations, seed %#llx%s\n",
+		printf("integrity: %s <-> %s (GID %d <-> %d), %d iterations, seed %#llx%s%s\n",
 		       argv[optind], name_b, gidx, gidx_b < 0 ? gidx : gidx_b, iters,
-		       seed, lossy ? ", lossy link" : "");
+		       seed, lossy ? ", lossy link" : "",
+		       !across ? "" : role == 'a' ? ", across hosts: side a here" :
+						    ", across hosts: side b here");
 	else
 		printf("integrity: %s, %d iterations, seed %#llx\n", argv[optind],
 		       iters, seed);
-	dev_open(&da, argv[optind], gidx);
+	if (role == 'b') {
+		da.name = argv[optind];
+		da.remote = true;
+	} else {
+		dev_open(&da, argv[optind], gidx);
+	}
 	/* Two devices: two contexts, even when both name one device. */
-	if (two_devices)
+	if (role == 'a') {
+		db.name = name_b;
+		db.remote = true;
+	} else if (two_devices) {
 		dev_open(&db, name_b, gidx_b < 0 ? gidx : gidx_b);
+	}
 	a.dev = &da;
 	b.dev = two_devices ? &db : &da;
+	if (across) {
+		/*
+		 * Both sides' buffers at the same addresses in both processes,
+		 * this side's registered; the other's GID and rkey come over TCP.
+		 */
+		struct side *here = role == 'a' ? &a : &b, *far = role == 'a' ? &b : &a;
+		struct { union ibv_gid gid; uint32_t rkey; } mine, theirs;
+
+		a.buf = far_map(0);
+		b.buf = far_map(1);
+		far_other = far_map(2);
+		here->mr = ibv_reg_mr(here->dev->pd, here->buf, BUF_SIZE, ACCESS_ALL);
+		CHECK(here->mr, "reg_mr on %s: %s", here->dev->name, strerror(errno));
+		memset(&mine, 0, sizeof(mine));
+		mine.gid = here->dev->gid;
+		mine.rkey = here->mr->rkey;
+		swap_bytes(&mine, &theirs, sizeof(mine));
+		far->dev->gid = theirs.gid;
+		far->far_mr.addr = far->buf;
+		far->far_mr.length = BUF_SIZE;
+		far->far_mr.rkey = theirs.rkey;
+		far->mr = &far->far_mr;
+	}
 	for (int i = 0; i < nrefs; i++) {
 		CHECK(!strcmp(refs[i], da.name) || (two_devices && !strcmp(refs[i], db.name)),
 		      "-r %s: not a device of this run", refs[i]);
@@ -1182,6 +1546,8 @@ int main(int argc, char **argv)
 		if (two_devices)
 			datagrams(b.dev, a.dev);
 	}
+	/* (-H: the other host's checks passed too.) */
+	peer_sync();
 	printf("integrity: every byte checked, every failure refused\n");
 	return 0;
 }
