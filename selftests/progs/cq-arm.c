@@ -60,6 +60,32 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq)
 	return qp;
 }
 
+/* A completion channel, a CQ of `cqe` entries on it and an RC QP on the CQ. */
+struct watched {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+};
+
+static struct watched watched_open(int cqe)
+{
+	struct watched w;
+
+	w.ch = ibv_create_comp_channel(ctx);
+	CHECK(w.ch, "create_comp_channel: %s", strerror(errno));
+	w.cq = ibv_create_cq(ctx, cqe, NULL, w.ch, 0);
+	CHECK(w.cq, "create_cq: %s", strerror(errno));
+	w.qp = make_qp(w.cq);
+	return w;
+}
+
+static void watched_close(struct watched *w)
+{
+	CHECK(ibv_destroy_qp(w->qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(w->cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_comp_channel(w->ch) == 0, "destroy_comp_channel");
+}
+
 /* The channel signals cq within 5 s (else fails with `why`); the event is taken and acked. */
 static void expect_event(struct ibv_comp_channel *ch, struct ibv_cq *cq, const char *why)
 {
@@ -91,14 +117,11 @@ static void poll_successes(struct ibv_cq *cq, int n, const char *what)
 
 static void next_then_solicited(void)
 {
-	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
+	struct watched w = watched_open(8);
+	struct ibv_comp_channel *ch = w.ch;
+	struct ibv_cq *cq = w.cq;
+	struct ibv_qp *qp = w.qp;
 
-	CHECK(ch, "create_comp_channel: %s", strerror(errno));
-	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
-	CHECK(cq, "create_cq: %s", strerror(errno));
-	qp = make_qp(cq);
 	to_rts(qp);
 	CHECK(post_recv_id(qp, mr, 1) == 0, "post_recv");
 
@@ -122,10 +145,7 @@ static void next_then_solicited(void)
 	poll_successes(cq, 2, "the second SEND and its receive");
 	CHECK(!readable(ch->fd, 200), "a disarmed CQ signalled");
 	printf("one completion disarmed the CQ\n");
-
-	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
-	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
-	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+	watched_close(&w);
 }
 
 #define RACE_CQE 256
@@ -190,17 +210,15 @@ static unsigned long drain(struct ibv_cq *cq)
 
 static void arm_poll_race(double seconds)
 {
-	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct watched w = watched_open(RACE_CQE);
+	struct ibv_comp_channel *ch = w.ch;
 	unsigned long events = 0, arms = 0, waits = 0;
-	struct ibv_cq *cq, *ev_cq;
+	struct ibv_cq *cq = w.cq, *ev_cq;
 	pthread_t thread;
 	double deadline;
 	void *ev_ctx;
 
-	CHECK(ch, "create_comp_channel: %s", strerror(errno));
-	cq = ibv_create_cq(ctx, RACE_CQE, NULL, ch, 0);
-	CHECK(cq, "create_cq: %s", strerror(errno));
-	race.qp = make_qp(cq);
+	race.qp = w.qp;
 	race.seconds = seconds;
 	to_init(race.qp);
 	modify_state(race.qp, IBV_QPS_ERR);
@@ -256,9 +274,7 @@ static void arm_poll_race(double seconds)
 	while (readable(ch->fd, 100) && ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0)
 		events++;
 	ibv_ack_cq_events(cq, events);
-	CHECK(ibv_destroy_qp(race.qp) == 0, "destroy_qp");
-	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
-	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+	watched_close(&w);
 }
 
 /*
@@ -269,27 +285,19 @@ static void arm_poll_race(double seconds)
  */
 static void solicited_error(void)
 {
-	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
+	struct watched w = watched_open(8);
 	struct ibv_wc wc;
 
-	CHECK(ch, "create_comp_channel: %s", strerror(errno));
-	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
-	CHECK(cq, "create_cq: %s", strerror(errno));
-	qp = make_qp(cq);
-	to_init(qp);
-	CHECK(post_recv_id(qp, mr, 3) == 0, "post_recv");
-	CHECK(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(solicited)");
-	modify_state(qp, IBV_QPS_ERR);
-	expect_event(ch, cq,
+	to_init(w.qp);
+	CHECK(post_recv_id(w.qp, mr, 3) == 0, "post_recv");
+	CHECK(ibv_req_notify_cq(w.cq, 1) == 0, "req_notify_cq(solicited)");
+	modify_state(w.qp, IBV_QPS_ERR);
+	expect_event(w.ch, w.cq,
 		     "armed for solicited completions: a flushed (unsuccessful) completion did not signal the channel");
-	CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR,
+	CHECK(ibv_poll_cq(w.cq, 1, &wc) == 1 && wc.wr_id == 3 && wc.status == IBV_WC_WR_FLUSH_ERR,
 	      "the flush completion");
 	printf("arm SOLICITED: an unsuccessful completion signalled\n");
-	CHECK(ibv_destroy_qp(qp) == 0, "destroy_qp");
-	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
-	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy_comp_channel");
+	watched_close(&w);
 }
 
 int main(int argc, char **argv)
