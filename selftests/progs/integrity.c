@@ -719,6 +719,36 @@ static void case_phase(struct side *a, struct side *b, const char *what)
 		  a->dev->name, a->qp->qp_num, b->dev->name, b->qp->qp_num, what);
 }
 
+/*
+ * An RNR wait: a posts `w`, which finds no receive (nothing completes for
+ * 200 ms), then b posts `rwr`, and a's request completes successfully.
+ * `what` names the request in failures; the caller checks b's completion.
+ * (-H: each host does its own side's part.)
+ */
+static void rnr_then_receive(struct side *a, struct side *b, struct ibv_send_wr *w,
+			     struct ibv_recv_wr *rwr, const char *what)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	struct ibv_wc wc;
+	char before[128], after[128];
+
+	snprintf(before, sizeof(before), "%s before its receive", what);
+	snprintf(after, sizeof(after), "%s after its receive", what);
+	if (local(a->dev)) {
+		CHECK(ibv_post_send(a->qp, w, &bad) == 0, "post_send");
+		no_wc(a->scq, 200, before);
+	}
+	peer_sync();
+	if (local(b->dev))
+		CHECK(ibv_post_recv(b->qp, rwr, &rbad) == 0, "post_recv");
+	if (local(a->dev)) {
+		wc = wait_wc(a->scq, after);
+		CHECK(wc.status == IBV_WC_SUCCESS, "%s after RNR: %s", what,
+		      ibv_wc_status_str(wc.status));
+	}
+}
+
 /* a requests, b responds. */
 static void failures(struct side *a, struct side *b)
 {
@@ -838,24 +868,12 @@ static void failures(struct side *a, struct side *b)
 	{
 		struct ibv_sge rs = { .addr = (uintptr_t)b->buf + HALF, .length = 64,
 				      .lkey = b->mr->lkey };
-		struct ibv_recv_wr rwr = { .wr_id = 11, .sg_list = &rs, .num_sge = 1 }, *rbad;
-		struct ibv_send_wr *bad;
+		struct ibv_recv_wr rwr = { .wr_id = 11, .sg_list = &rs, .num_sge = 1 };
 		struct ibv_wc wc;
 
 		case_phase(a, b, "SEND waiting for its receive (RNR)");
 		fill_random(a->buf, 64);
-		if (local(a->dev)) {
-			CHECK(ibv_post_send(a->qp, &wr, &bad) == 0, "post_send");
-			no_wc(a->scq, 200, "SEND before its receive");
-		}
-		peer_sync();
-		if (local(b->dev))
-			CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
-		if (local(a->dev)) {
-			wc = wait_wc(a->scq, "SEND after its receive");
-			CHECK(wc.status == IBV_WC_SUCCESS, "SEND after RNR: %s",
-			      ibv_wc_status_str(wc.status));
-		}
+		rnr_then_receive(a, b, &wr, &rwr, "SEND");
 		if (local(b->dev)) {
 			wc = wait_wc(b->rcq, "SEND after its receive");
 			CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64 &&
@@ -876,8 +894,8 @@ static void failures(struct side *a, struct side *b)
 	{
 		struct ibv_sge rs = { .addr = (uintptr_t)b->buf + HALF, .length = 64,
 				      .lkey = b->mr->lkey };
-		struct ibv_recv_wr rwr = { .wr_id = 12, .sg_list = &rs, .num_sge = 1 }, *rbad;
-		struct ibv_send_wr w = wr, *bad;
+		struct ibv_recv_wr rwr = { .wr_id = 12, .sg_list = &rs, .num_sge = 1 };
+		struct ibv_send_wr w = wr;
 		struct ibv_wc wc;
 
 		case_phase(a, b, "RDMA WRITE with immediate waiting for its receive (RNR)");
@@ -889,19 +907,7 @@ static void failures(struct side *a, struct side *b)
 		w.wr.rdma.rkey = b->mr->rkey;
 		/* (-H: b's target is zeroed.) */
 		peer_sync();
-		if (local(a->dev)) {
-			CHECK(ibv_post_send(a->qp, &w, &bad) == 0, "post_send");
-			no_wc(a->scq, 200, "RDMA WRITE with immediate before its receive");
-		}
-		peer_sync();
-		if (local(b->dev))
-			CHECK(ibv_post_recv(b->qp, &rwr, &rbad) == 0, "post_recv");
-		if (local(a->dev)) {
-			wc = wait_wc(a->scq, "RDMA WRITE with immediate after its receive");
-			CHECK(wc.status == IBV_WC_SUCCESS,
-			      "RDMA WRITE with immediate after RNR: %s",
-			      ibv_wc_status_str(wc.status));
-		}
+		rnr_then_receive(a, b, &w, &rwr, "RDMA WRITE with immediate");
 		if (local(b->dev)) {
 			wc = wait_wc(b->rcq, "RDMA WRITE with immediate after its receive");
 			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 12 &&
@@ -1113,6 +1119,17 @@ static struct ibv_mr *local_mr_of(struct dev *d, void *buf, size_t len)
 	return mr;
 }
 
+/* A UD side's QP, CQ and MR go, on the host that has the device (-H). */
+static void ud_close(const struct dev *d, struct ibv_qp *qp, struct ibv_cq *cq,
+		     struct ibv_mr *mr)
+{
+	if (!local(d))
+		return;
+	CHECK(!ibv_destroy_qp(qp), "destroy UD QP");
+	CHECK(!ibv_destroy_cq(cq), "destroy CQ");
+	CHECK(!ibv_dereg_mr(mr), "dereg_mr");
+}
+
 /*
  * UD from a QP on t to a QP on r: datagrams land after a 40-byte GRH
  * holding the sender's IP header; a wrong Q_Key drops them; a receive
@@ -1271,17 +1288,10 @@ static void datagrams(struct dev *t, struct dev *r)
 	       t->reference ? "" : "; foreign AH refused");
 	/* (-H: both are done.) */
 	peer_sync();
-	if (local(t)) {
-		CHECK(!ibv_destroy_qp(tx), "destroy UD QP");
+	if (local(t))
 		CHECK(!ibv_destroy_ah(ah) && !ibv_destroy_ah(ah_other), "destroy AHs");
-		CHECK(!ibv_destroy_cq(scq), "destroy CQ");
-		CHECK(!ibv_dereg_mr(smr), "dereg_mr");
-	}
-	if (local(r)) {
-		CHECK(!ibv_destroy_qp(rx), "destroy UD QP");
-		CHECK(!ibv_destroy_cq(rcq), "destroy CQ");
-		CHECK(!ibv_dereg_mr(rmr), "dereg_mr");
-	}
+	ud_close(t, tx, scq, smr);
+	ud_close(r, rx, rcq, rmr);
 	free(buf);
 }
 
@@ -1374,17 +1384,10 @@ static void datagram_stream(struct dev *t, struct dev *r)
 	}
 	/* (-H: both are done.) */
 	peer_sync();
-	if (local(t)) {
-		CHECK(!ibv_destroy_qp(tx), "destroy UD QP");
+	if (local(t))
 		CHECK(!ibv_destroy_ah(ah), "destroy AH");
-		CHECK(!ibv_destroy_cq(scq), "destroy CQ");
-		CHECK(!ibv_dereg_mr(smr), "dereg_mr");
-	}
-	if (local(r)) {
-		CHECK(!ibv_destroy_qp(rx), "destroy UD QP");
-		CHECK(!ibv_destroy_cq(rcq), "destroy CQ");
-		CHECK(!ibv_dereg_mr(rmr), "dereg_mr");
-	}
+	ud_close(t, tx, scq, smr);
+	ud_close(r, rx, rcq, rmr);
 	free(sbuf);
 	free(rbuf);
 }
