@@ -442,6 +442,13 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# port_counter DEV NAME: the counter NAME of DEV's port 1 (`rdma statistic`),
+# e.g. rcvd_pkts; fails if the port has no such counter.
+port_counter() {
+	rdma statistic show link "$1/1" |
+		awk -v c="$2" '{ for (i = 1; i < NF; i++) if ($i == c) print $(i + 1) }' | grep .
+}
+
 # ferroce_over_veth NS_A IP_A DEV_A NS_B IP_B DEV_B: two namespaces joined by a
 # veth (NS_A0 and NS_B0, static neighbours), a ferroce device on each end,
 # each with its RoCE v2 GID up.

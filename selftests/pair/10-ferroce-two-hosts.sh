@@ -23,7 +23,7 @@ ferroce_add ferroce0 fab0
 gid=$(roce_gid ferroce0 "$FERROCE_PAIR_SELF") || fail "ferroce0 has no RoCE v2 GID"
 peer_gid=$(pair_sync gid "$gid")
 echo "guest $role: ferroce0 GID $gid; the other guest's is $peer_gid"
-before=$(rdma statistic show link ferroce0/1 | grep -o 'rcvd_pkts [0-9]*' | cut -d' ' -f2)
+before=$(port_counter ferroce0 rcvd_pkts)
 
 pair_tools ferroce0 "$gid"
 
@@ -34,7 +34,7 @@ else
 fi
 pair_integrity "ferroce0 (a) <-> ferroce0 (b)" -b ferroce0 -x "$gid_a" -X "$gid_b" ferroce0 150
 
-after=$(rdma statistic show link ferroce0/1 | grep -o 'rcvd_pkts [0-9]*' | cut -d' ' -f2)
+after=$(port_counter ferroce0 rcvd_pkts)
 # Each guest took in at least the 200 x 64 KiB of its own WRITE server run.
 [ $((after - before)) -ge $((200 * 16)) ] ||
 	fail "ferroce0 took in $((after - before)) packets: the traffic did not cross the link"

@@ -35,8 +35,7 @@ peer_gid=$(pair_sync gid "$gid")
 echo "guest $role: $dev GID $gid; the other guest's device has GID $peer_gid"
 
 pkts() { # DEV: the RoCEv2 packets it took in
-	rdma statistic show link "$1/1" |
-		awk '{ for (i = 1; i < NF; i++) if ($i == "rcvd_pkts") print $(i + 1) }' | grep .
+	port_counter "$1" rcvd_pkts
 }
 before=$(pkts "$dev") || fail "$dev has no rcvd_pkts counter: $(rdma statistic show link "$dev/1")"
 

@@ -30,7 +30,7 @@ CLEANUP_QDISC=
 trap 'rc=$?; set +e; [ -z "$CLEANUP_QDISC" ] || tc qdisc del dev fab0 root 2>/dev/null; (exit $rc); cleanup' EXIT
 
 pkts() { # DEV: RoCEv2 packets it took in
-	rdma statistic show link "$1/1" | grep -o 'rcvd_pkts [0-9]*' | cut -d' ' -f2
+	port_counter "$1" rcvd_pkts
 }
 
 # round LABEL DEV: a exports over DEV, b (ferroce0) connects and checks;

@@ -36,7 +36,7 @@ pair() { # LABEL SRV_NS SRV_IP CLI_NS SERVER_CMD... -- CLIENT_CMD...
 }
 
 pkts() { # DEV: RoCEv2 packets it took in
-	rdma statistic show link "$1/1" | sed -n 's/.* rcvd_pkts \([0-9]*\) .*/\1/p'
+	port_counter "$1" rcvd_pkts
 }
 
 before=$(( $(pkts ferroce1) + $(pkts ferroce2) ))

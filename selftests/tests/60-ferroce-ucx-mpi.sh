@@ -60,7 +60,7 @@ reap() {
 trap 'rc=$?; set +e; reap -q; (exit $rc); cleanup' EXIT
 
 pkts() { # DEV: RoCEv2 packets it took in
-	rdma statistic show link "$1/1" | sed -n 's/.* rcvd_pkts \([0-9]*\) .*/\1/p'
+	port_counter "$1" rcvd_pkts
 }
 
 # UCX sees each device with both verbs transports from its namespace.
