@@ -13,7 +13,6 @@
  *
  *   get-context DEVICE
  */
-#include <dirent.h>
 #include <fcntl.h>
 
 #include "uverbs-raw.h"
@@ -22,31 +21,6 @@
 #define KNOWN_FEATURES 0ULL
 
 static char path[300];
-
-/* /dev/infiniband/uverbsN of the RDMA device named dev. */
-static void find_uverbs(const char *dev)
-{
-	DIR *d = opendir("/sys/class/infiniband_verbs");
-	struct dirent *e;
-	char f[300], name[64];
-
-	CHECK(d, "no /sys/class/infiniband_verbs");
-	while ((e = readdir(d))) {
-		FILE *ibdev;
-
-		if (strncmp(e->d_name, "uverbs", 6))
-			continue;
-		snprintf(f, sizeof(f), "/sys/class/infiniband_verbs/%s/ibdev", e->d_name);
-		ibdev = fopen(f, "r");
-		if (!ibdev)
-			continue;
-		if (fgets(name, sizeof(name), ibdev) && !strcmp(strtok(name, "\n"), dev))
-			snprintf(path, sizeof(path), "/dev/infiniband/%s", e->d_name);
-		fclose(ibdev);
-	}
-	closedir(d);
-	CHECK(path[0], "no uverbs device for %s", dev);
-}
 
 struct resp {
 	struct ib_uverbs_get_context_resp core;
@@ -85,7 +59,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	CHECK(argc == 2, "usage: get-context DEVICE");
-	find_uverbs(argv[1]);
+	uverbs_dev_path(argv[1], path, sizeof(path));
 
 	ret = get_context(&all, sizeof(all), &r);
 	CHECK(ret == 0, "GET_CONTEXT asking for every feature (comp_mask %#llx): %s; unknown bits must be ignored",

@@ -8,6 +8,7 @@
 #ifndef FERROCE_SELFTEST_UVERBS_RAW_H
 #define FERROCE_SELFTEST_UVERBS_RAW_H
 
+#include <dirent.h>
 #include <unistd.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/ferroce-abi.h>
@@ -40,6 +41,32 @@ static inline int uverbs_cmd(int fd, uint32_t command, const void *body,
 	if (n == (ssize_t)total)
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+/* The uverbs device file (/dev/infiniband/uverbsN) of RDMA device dev. */
+static inline void uverbs_dev_path(const char *dev, char *path, size_t len)
+{
+	DIR *d = opendir("/sys/class/infiniband_verbs");
+	struct dirent *e;
+	char f[300], name[64];
+
+	CHECK(d, "no /sys/class/infiniband_verbs");
+	path[0] = 0;
+	while ((e = readdir(d))) {
+		FILE *ibdev;
+
+		if (strncmp(e->d_name, "uverbs", 6))
+			continue;
+		snprintf(f, sizeof(f), "/sys/class/infiniband_verbs/%s/ibdev", e->d_name);
+		ibdev = fopen(f, "r");
+		if (!ibdev)
+			continue;
+		if (fgets(name, sizeof(name), ibdev) && !strcmp(strtok(name, "\n"), dev))
+			snprintf(path, len, "/dev/infiniband/%s", e->d_name);
+		fclose(ibdev);
+	}
+	closedir(d);
+	CHECK(path[0], "no uverbs device for %s", dev);
 }
 
 /* The empty POST_SEND write(): the provider's send doorbell. */
