@@ -200,8 +200,12 @@ pub(super) fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, a
                     ack_upto(qp, st, psn::add(bpsn, psn::MASK), true, after);
                     match refusal::nak_status(code) {
                         Some(status) => fail_front(qp, st, status, after),
-                        // A sequence error: send again from its PSN (once per round).
-                        None if !st.conn.tx.is_stale(bpsn) => go_back(qp, st, bpsn),
+                        // A sequence error: a packet was lost; send again from its PSN
+                        // (once per round), with a smaller window.
+                        None if !st.conn.tx.is_stale(bpsn) => {
+                            st.conn.tx.lost();
+                            go_back(qp, st, bpsn);
+                        }
                         None => {}
                     }
                 }

@@ -2,7 +2,7 @@
 
 //! The requester's send window of a connected QP (IBTA 9.7.x): a record of each WQE it started,
 //! the PSNs in flight, what the next turn sends, going back (go-back-N) and moving on again,
-//! and a window that shrinks after a timeout.
+//! and a congestion window that shrinks on loss.
 //!
 //! Pure `core` code, generic over the records' storage (a `KVec` in the kernel, a `Vec` on the
 //! host): the subtlest part of the wire engine is tested on the host (`host-tests/`).
@@ -17,10 +17,16 @@ use crate::protocol::{
 
 /// Packets a requester has in flight at most.
 pub(crate) const WINDOW: u32 = 256;
-/// The least a requester's window shrinks to: after an acknowledgement timeout it is a quarter
-/// of what it was, at least this; each PSN acknowledged then opens it by one again, up to
-/// [`WINDOW`]. A slow responder (rxe on a loaded host) that fell behind a full window is not
-/// flooded again with all of it at each timeout, which kept it behind for good.
+/// The least a requester's congestion window shrinks to.
+///
+/// The window reacts to loss as TCP's does (RFC 5681), in packets: a sequence NAK (a packet
+/// lost) halves it, an acknowledgement timeout (the responder heard nothing, or nothing came
+/// back) makes it a quarter; either way half of what it was becomes the threshold below which
+/// it grows by every PSN acknowledged (slow start) and above which by one per window
+/// acknowledged (congestion avoidance), up to [`WINDOW`]. A link that drops bursts (a virtio
+/// ring or a switch buffer that a full window overflows, several QPs at once) then carries a
+/// window it holds instead of losing each go-back-N round again; a slow responder (rxe on a
+/// loaded host) that fell behind a full window is not flooded with all of it at each timeout.
 pub(crate) const MIN_WINDOW: u32 = 8;
 /// Consecutive acknowledgement timeouts double the timer up to this many times: a responder
 /// slower than the QP's `timeout` gets up to four times as long (the most IBTA lets the
@@ -207,6 +213,10 @@ pub(crate) struct Window<S> {
     gen: u32,
     /// Packets the requester may have in flight now (see [`MIN_WINDOW`]).
     cwnd: u32,
+    /// Where the window stops growing by every PSN acknowledged (see [`MIN_WINDOW`]).
+    ssthresh: u32,
+    /// PSNs acknowledged since the window last grew by one above `ssthresh`.
+    acked_above: u32,
     /// `una` when the window last grew.
     una_seen: u32,
     /// Acknowledgement timeouts in a row (see [`MAX_BACKOFF`]).
@@ -257,6 +267,8 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
             resent_from: None,
             gen: 0,
             cwnd: WINDOW,
+            ssthresh: WINDOW,
+            acked_above: 0,
             una_seen: 0,
             backoff: 0,
             heard: 0,
@@ -377,8 +389,12 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         self.off = 0;
     }
 
-    /// Forgets the records (the send queue was flushed or emptied); the PSNs stay.
+    /// Forgets the records (the send queue was flushed or emptied) and what the window learnt
+    /// of the path; the PSNs stay.
     pub(crate) fn clear(&mut self) {
+        self.cwnd = WINDOW;
+        self.ssthresh = WINDOW;
+        self.acked_above = 0;
         self.head = 0;
         self.count = 0;
         self.next = 0;
@@ -409,10 +425,50 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
     pub(crate) fn room(&mut self) -> u32 {
         let acked = psn::diff(self.una, self.una_seen);
         if acked > 0 {
-            self.cwnd = self.cwnd.saturating_add(acked as u32).min(WINDOW);
+            self.grow(acked as u32);
         }
         self.una_seen = self.una;
         self.cwnd.saturating_sub(self.outstanding())
+    }
+
+    /// Packets the requester may have in flight (its congestion window).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn cwnd(&self) -> u32 {
+        self.cwnd
+    }
+
+    /// `acked` more PSNs acknowledged: the window grows by each below the threshold, by one per
+    /// window's worth above it (see [`MIN_WINDOW`]).
+    fn grow(&mut self, mut acked: u32) {
+        if self.cwnd < self.ssthresh {
+            let by = acked.min(self.ssthresh - self.cwnd);
+            self.cwnd += by;
+            acked -= by;
+        }
+        self.acked_above = self.acked_above.saturating_add(acked);
+        while self.cwnd < WINDOW && self.acked_above >= self.cwnd {
+            self.acked_above -= self.cwnd;
+            self.cwnd += 1;
+        }
+        if self.cwnd >= WINDOW {
+            self.cwnd = WINDOW;
+            self.acked_above = 0;
+        }
+    }
+
+    /// The window after a loss: `ssthresh` becomes half of it, and it becomes `1 / divisor` of
+    /// it (at least [`MIN_WINDOW`] each).
+    fn shrink(&mut self, divisor: u32) {
+        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
+        self.cwnd = (self.cwnd / divisor).max(MIN_WINDOW);
+        self.acked_above = 0;
+        self.una_seen = self.una;
+    }
+
+    /// A sequence NAK that sends a round again (a packet was lost on the way): the window
+    /// halves (see [`MIN_WINDOW`]).
+    pub(crate) fn lost(&mut self) {
+        self.shrink(2);
     }
 
     /// What a READ may ask for now. The window after a timeout holds back what the requester
@@ -425,8 +481,7 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
     /// An acknowledgement timeout: the window shrinks (see [`MIN_WINDOW`]) and the timer backs
     /// off (see [`MAX_BACKOFF`]).
     pub(crate) fn timed_out(&mut self) {
-        self.cwnd = (self.cwnd / 4).max(MIN_WINDOW);
-        self.una_seen = self.una;
+        self.shrink(4);
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
     }
 

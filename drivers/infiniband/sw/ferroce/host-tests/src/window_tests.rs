@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host tests of the requester's send window (`rc/window.rs`): turns and READ chunks,
-//! go-back-N, stale NAKs, moving on past what was acknowledged, the window after timeouts,
-//! and all of it across the PSN wrap.
+//! go-back-N, stale NAKs, moving on past what was acknowledged, the congestion window after
+//! timeouts and losses, and all of it across the PSN wrap.
 
 use crate::{
     abi::wr_opcode as wop,
@@ -272,13 +272,61 @@ fn the_window_shrinks_after_timeouts_and_opens_with_acks() {
     w.timed_out();
     w.timed_out();
     assert_eq!(w.backoff(), MAX_BACKOFF);
+    assert_eq!(w.cwnd(), MIN_WINDOW);
     w.acked(39);
-    // Each PSN acknowledged opens the window by one, from MIN_WINDOW.
-    assert_eq!(w.room(), MIN_WINDOW + 40);
+    // At the threshold (MIN_WINDOW too): one more per window acknowledged, 40 PSNs open it by
+    // four (8 + 9 + 10 + 11 of them).
+    assert_eq!(w.room(), MIN_WINDOW + 4);
     w.progressed();
     assert_eq!(w.backoff(), 0);
     // A READ asks for what the responder paces: only the full window bounds it.
     assert_eq!(w.read_room(), WINDOW);
+}
+
+/// Sends `n` one-packet SENDs and acknowledges them all; returns the window then.
+fn send_and_ack(w: &mut Window<Vec<Rec>>, n: u32) -> u32 {
+    for _ in 0..n {
+        send(w, rec(wop::SEND, MTU), 64);
+        let last = psn::add(w.psn(), psn::MASK);
+        w.acked(last);
+        w.pop();
+        w.room();
+    }
+    w.cwnd()
+}
+
+#[test]
+fn the_window_halves_on_a_loss_and_grows_back_as_tcp_does() {
+    let mut w = window(4, psn::MASK - 100);
+    assert_eq!(w.cwnd(), WINDOW);
+    // A sequence NAK: half.
+    w.lost();
+    assert_eq!(w.cwnd(), WINDOW / 2);
+    // Above the threshold (WINDOW / 2): one more per window's worth acknowledged.
+    assert_eq!(send_and_ack(&mut w, WINDOW / 2 - 1), WINDOW / 2);
+    assert_eq!(send_and_ack(&mut w, 1), WINDOW / 2 + 1);
+    // Losses in a row: half each time, never below MIN_WINDOW.
+    for _ in 0..10 {
+        w.lost();
+    }
+    assert_eq!(w.cwnd(), MIN_WINDOW);
+    // A timeout from a small window: the threshold is MIN_WINDOW too.
+    w.timed_out();
+    assert_eq!(w.cwnd(), MIN_WINDOW);
+    // Slow start below the threshold: after a timeout from a full window, a quarter of it,
+    // then one more per PSN acknowledged up to half of it, then one per window.
+    w.clear();
+    assert_eq!(w.cwnd(), WINDOW);
+    w.timed_out();
+    assert_eq!(w.cwnd(), WINDOW / 4);
+    assert_eq!(send_and_ack(&mut w, WINDOW / 4), WINDOW / 2);
+    assert_eq!(send_and_ack(&mut w, WINDOW / 2 - 1), WINDOW / 2);
+    assert_eq!(send_and_ack(&mut w, 1), WINDOW / 2 + 1);
+    // Back to the full window at most, however much is acknowledged (from WINDOW / 2 + 1,
+    // the sum of WINDOW / 2 + 1 ..= WINDOW - 1 PSNs, 24,384 for 256).
+    send_and_ack(&mut w, 100 * WINDOW);
+    assert_eq!(w.cwnd(), WINDOW);
+    assert_eq!(send_and_ack(&mut w, 2 * WINDOW), WINDOW);
 }
 
 #[test]
