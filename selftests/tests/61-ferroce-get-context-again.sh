@@ -22,6 +22,11 @@ rdma_link_add rxe0 rxe fga1
 # ferroce's enum rdma_driver_id, as provider/build finds it.
 fid=$(sed -n 's/^+\s*RDMA_DRIVER_FERROCE = \([0-9]*\),$/\1/p' "$P"/../../patches/*-RDMA-uapi-add-a-driver-id-for-ferroce.patch)
 [ -n "$fid" ] || fail "no RDMA_DRIVER_FERROCE in patches/"
-timeout 600 /tmp/get-context-again ferroce0 "$fid" 300 || fail "ferroce0: a refused GET_CONTEXT kept something"
-timeout 600 /tmp/get-context-again rxe0 rxe 300 || fail "rxe0: a refused GET_CONTEXT kept something"
+# On the debug kernel KASAN's quarantine keeps freed task_structs counted
+# in use for a while: there the refusals are checked, and kmemleak (99)
+# finds a task kept for good.
+mode=
+[ "$SLOWDOWN" = 1 ] || mode=nocount
+timeout 600 /tmp/get-context-again ferroce0 "$fid" 300 $mode || fail "ferroce0: a refused GET_CONTEXT kept something"
+timeout 600 /tmp/get-context-again rxe0 rxe 300 $mode || fail "rxe0: a refused GET_CONTEXT kept something"
 wait_for 10 res_at_baseline ferroce0 ctx || fail "contexts left: $(rdma resource show ferroce0)"
