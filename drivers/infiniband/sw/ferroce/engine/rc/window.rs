@@ -19,11 +19,14 @@ use crate::protocol::{
 pub(crate) const WINDOW: u32 = 256;
 /// The least a requester's congestion window shrinks to.
 ///
-/// The window reacts to loss as TCP's does (RFC 5681), in packets: a sequence NAK (a packet
-/// lost) halves it, an acknowledgement timeout (the responder heard nothing, or nothing came
-/// back) makes it a quarter; either way half of what it was becomes the threshold below which
-/// it grows by every PSN acknowledged (slow start) and above which by one per window
-/// acknowledged (congestion avoidance), up to [`WINDOW`]. A link that drops bursts (a virtio
+/// The window reacts to loss as TCP's does (RFC 5681, and RFC 6582's one reduction per window
+/// of data), in packets: a loss (a sequence NAK, or READ responses missing so that their bytes
+/// are asked for again) halves it, once for all the losses of what was in flight then; an
+/// acknowledgement timeout (the responder heard nothing, or nothing came back) makes it a
+/// quarter. Either way half of what it was becomes the threshold below which it grows by every
+/// PSN acknowledged (slow start) and above which by one per window acknowledged (congestion
+/// avoidance), up to [`WINDOW`]. It bounds READs too: a READ request starts only while what
+/// is in flight, the PSNs of the responses it asks for included, is within the window. A link that drops bursts (a virtio
 /// ring or a switch buffer that a full window overflows, several QPs at once) then carries a
 /// window it holds instead of losing each go-back-N round again; a slow responder (rxe on a
 /// loaded host) that fell behind a full window is not flooded with all of it at each timeout.
@@ -217,6 +220,9 @@ pub(crate) struct Window<S> {
     ssthresh: u32,
     /// PSNs acknowledged since the window last grew by one above `ssthresh`.
     acked_above: u32,
+    /// After a loss, one past the highest PSN sent then: losses until it is acknowledged are
+    /// of the same window and do not shrink it again (`None`: no loss pending).
+    recover: Option<u32>,
     /// `una` when the window last grew.
     una_seen: u32,
     /// Acknowledgement timeouts in a row (see [`MAX_BACKOFF`]).
@@ -269,6 +275,7 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
             cwnd: WINDOW,
             ssthresh: WINDOW,
             acked_above: 0,
+            recover: None,
             una_seen: 0,
             backoff: 0,
             heard: 0,
@@ -395,6 +402,7 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         self.cwnd = WINDOW;
         self.ssthresh = WINDOW;
         self.acked_above = 0;
+        self.recover = None;
         self.head = 0;
         self.count = 0;
         self.next = 0;
@@ -465,22 +473,21 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         self.una_seen = self.una;
     }
 
-    /// A sequence NAK that sends a round again (a packet was lost on the way): the window
-    /// halves (see [`MIN_WINDOW`]).
+    /// A packet was lost on the way (a sequence NAK that sends a round again, or READ
+    /// responses asked for again): the window halves, unless a loss of the same window of
+    /// data halved it already (see [`MIN_WINDOW`]).
     pub(crate) fn lost(&mut self) {
+        if self.recover.is_some_and(|r| psn::diff(self.una, r) < 0) {
+            return;
+        }
+        self.recover = Some(self.max_psn);
         self.shrink(2);
-    }
-
-    /// What a READ may ask for now. The window after a timeout holds back what the requester
-    /// sends itself (WRITE and SEND data, atomics); a READ's responses are the responder's to
-    /// pace (and its credits, `max_rd_atomic`, bound them).
-    pub(crate) fn read_room(&self) -> u32 {
-        WINDOW.saturating_sub(self.outstanding())
     }
 
     /// An acknowledgement timeout: the window shrinks (see [`MIN_WINDOW`]) and the timer backs
     /// off (see [`MAX_BACKOFF`]).
     pub(crate) fn timed_out(&mut self) {
+        self.recover = Some(self.max_psn);
         self.shrink(4);
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
     }
@@ -840,6 +847,8 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         r.later = 0;
         r.asked_to = end;
         self.set_rec(index, r);
+        // Responses went missing on the way: congestion, as a sequence NAK is.
+        self.lost();
         (end > off && off % mtu == 0).then(|| RepairAsk {
             index,
             rec: r,
