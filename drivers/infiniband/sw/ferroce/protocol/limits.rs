@@ -33,9 +33,9 @@ pub(crate) const MAX_PD: u32 = 65536;
 /// Outstanding RDMA READ/atomic requests per QP, either direction.
 pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
 /// Packets of READ response a responder sends for one request: a foreign requester asks for
-/// the rest, as rxe does after its timeout. ferroce's requester never asks for more at once:
-/// it splits a READ into requests of this many response packets at most, each sent once the
-/// one before is answered.
+/// the rest, as rxe does after its timeout. ferroce's requester asks for fewer at once (a
+/// window's worth, `READ_CHUNK` in `engine/rc/window.rs`): it splits a READ into requests,
+/// each sent once the one before is answered.
 pub(crate) const READ_BURST: u32 = 1024;
 /// Responder resources for RDMA READ/atomic across the device.
 pub(crate) const MAX_RES_RD_ATOM: u32 = MAX_QP_RD_ATOM * MAX_QP;

@@ -322,9 +322,11 @@ fn plan_next_turn(
         // counts against the responder's READ credits).
         return Step::Stop;
     }
-    // (A READ asks for its responses' PSNs: the window bounds them as it bounds what the
-    // requester sends itself.)
-    let room = st.conn.tx.room();
+    let room = if rec.op == wop::RDMA_READ {
+        st.conn.tx.read_room()
+    } else {
+        st.conn.tx.room()
+    };
     if room == 0 {
         // Resumed by the acknowledgement that opens the window.
         return Step::Stop;

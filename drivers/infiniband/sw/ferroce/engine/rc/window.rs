@@ -11,7 +11,6 @@ use core::ops::DerefMut;
 
 use crate::protocol::{
     abi::{wr_opcode as wop, WcStatus},
-    limits::READ_BURST,
     psn,
 };
 
@@ -20,16 +19,17 @@ pub(crate) const WINDOW: u32 = 256;
 /// The least a requester's congestion window shrinks to.
 ///
 /// The window reacts to loss as TCP's does (RFC 5681, and RFC 6582's one reduction per window
-/// of data), in packets: a loss (a sequence NAK, or READ responses missing so that their bytes
-/// are asked for again) halves it, once for all the losses of what was in flight then; an
+/// of data), in packets: a loss (a sequence NAK) halves it, once for all the losses of what
+/// was in flight then; an
 /// acknowledgement timeout (the responder heard nothing, or nothing came back) makes it a
 /// quarter. Either way half of what it was becomes the threshold below which it grows by every
 /// PSN acknowledged (slow start) and above which by one per window acknowledged (congestion
-/// avoidance), up to [`WINDOW`]. It bounds READs too: a READ request starts only while what
-/// is in flight, the PSNs of the responses it asks for included, is within the window. A link that drops bursts (a virtio
-/// ring or a switch buffer that a full window overflows, several QPs at once) then carries a
-/// window it holds instead of losing each go-back-N round again; a slow responder (rxe on a
-/// loaded host) that fell behind a full window is not flooded with all of it at each timeout.
+/// avoidance), up to [`WINDOW`]. It bounds what the requester sends itself (SEND and WRITE
+/// data, atomics); READ responses are the responder's to pace (see [`Window::read_room`]).
+/// A link that drops bursts (a virtio ring or a switch buffer that a full window overflows,
+/// several QPs at once) then carries a window it holds instead of losing each go-back-N round
+/// again; a slow responder (rxe on a loaded host) that fell behind a full window is not
+/// flooded with all of it at each timeout.
 pub(crate) const MIN_WINDOW: u32 = 8;
 /// Consecutive acknowledgement timeouts double the timer up to this many times: a responder
 /// slower than the QP's `timeout` gets up to four times as long (the most IBTA lets the
@@ -46,10 +46,17 @@ pub(crate) const READ_AHEAD: u32 = u64::BITS;
 /// overtaken (as TCP's three duplicate acknowledgements): its bytes are asked for again.
 pub(crate) const REORDER: u8 = 3;
 
+/// Response packets one READ request of the requester asks for at most: a full window, so that
+/// a responder's answer is no longer a burst than what the requester sends itself. (A
+/// responder answers up to `limits::READ_BURST` for one request, for requesters that ask for
+/// more.)
+pub(crate) const READ_CHUNK: u32 = WINDOW;
+
 /// Where the READ request that covers offset `off` of a READ of `len` bytes ends: READs are
-/// asked for in chunks of [`READ_BURST`] packets, at fixed offsets.
+/// asked for in chunks of [`READ_CHUNK`] packets, at fixed offsets (a request asked again, in
+/// part, after a loss lies within the one the responder remembers).
 pub(crate) fn read_chunk_end(off: u32, len: u32, mtu: u32) -> u32 {
-    let chunk = READ_BURST.saturating_mul(mtu);
+    let chunk = READ_CHUNK.saturating_mul(mtu);
     (off / chunk)
         .saturating_add(1)
         .saturating_mul(chunk)
@@ -415,8 +422,12 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         self.backoff = 0;
     }
 
-    /// The PSN a modify set (`sq_psn`): nothing in flight.
+    /// The PSN a modify set (`sq_psn`): nothing in flight, and a path learnt anew.
     pub(crate) fn set_psn(&mut self, p: u32) {
+        self.cwnd = WINDOW;
+        self.ssthresh = WINDOW;
+        self.acked_above = 0;
+        self.recover = None;
         self.psn = p & psn::MASK;
         self.una = self.psn;
         self.una_seen = self.psn;
@@ -434,9 +445,20 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         let acked = psn::diff(self.una, self.una_seen);
         if acked > 0 {
             self.grow(acked as u32);
+            // (Only forward: the oldest PSN not acknowledged moves back when a READ answered
+            // in part goes again, and its PSNs must not open the window twice.)
+            self.una_seen = self.una;
         }
-        self.una_seen = self.una;
+        self.recovered();
         self.cwnd.saturating_sub(self.outstanding())
+    }
+
+    /// Forgets the recovery point once what was in flight at the loss is acknowledged (PSNs
+    /// are a circle: a point left behind would seem ahead again half a circle later).
+    fn recovered(&mut self) {
+        if self.recover.is_some_and(|r| psn::diff(self.una, r) >= 0) {
+            self.recover = None;
+        }
     }
 
     /// Packets the requester may have in flight (its congestion window).
@@ -473,15 +495,25 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         self.una_seen = self.una;
     }
 
-    /// A packet was lost on the way (a sequence NAK that sends a round again, or READ
-    /// responses asked for again): the window halves, unless a loss of the same window of
-    /// data halved it already (see [`MIN_WINDOW`]).
+    /// A packet was lost on the way (a sequence NAK that sends a round again): the window
+    /// halves, unless a loss of the same window of data halved it already (see
+    /// [`MIN_WINDOW`]).
     pub(crate) fn lost(&mut self) {
-        if self.recover.is_some_and(|r| psn::diff(self.una, r) < 0) {
+        self.recovered();
+        if self.recover.is_some() {
             return;
         }
         self.recover = Some(self.max_psn);
         self.shrink(2);
+    }
+
+    /// What a READ may ask for now. The congestion window holds back what the requester sends
+    /// itself; a READ's responses are the responder's to pace (and the requester's credits,
+    /// `max_rd_atomic`, and its chunks of [`READ_CHUNK`] bound them). (Bounding READs by the
+    /// congestion window too, and counting a READ's bytes asked for again as a loss, made READs
+    /// between two QEMU guests run out of retries: not done until that is understood.)
+    pub(crate) fn read_room(&self) -> u32 {
+        WINDOW.saturating_sub(self.outstanding())
     }
 
     /// An acknowledgement timeout: the window shrinks (see [`MIN_WINDOW`]) and the timer backs
@@ -847,8 +879,6 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
         r.later = 0;
         r.asked_to = end;
         self.set_rec(index, r);
-        // Responses went missing on the way: congestion, as a sequence NAK is.
-        self.lost();
         (end > off && off % mtu == 0).then(|| RepairAsk {
             index,
             rec: r,
