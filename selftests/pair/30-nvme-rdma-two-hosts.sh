@@ -15,14 +15,10 @@
 # devices; ferroce's counters show the data crossed the link.
 . "$(dirname "$0")/../lib.sh"
 
-# Known bug, not yet found: on the wire between the two guests the host's
-# READ commands (the target's RDMA WRITEs into the host's fast-registered
-# pages, then its SEND_WITH_INV) time out now and then, even on a clean
-# link, and nvme-rdma reconnects again and again (session 16: round 1 never
-# ended in 1500 s).  In one guest (58) the same I/O passes.  Until it is
-# fixed this test runs only when asked for.
-[ -n "${FERROCE_PAIR_NVME:-}" ] ||
-	skip "NVMe/RDMA across two guests stalls (known bug); FERROCE_PAIR_NVME=1 runs it"
+# (Until the requester's window became a congestion window this stalled:
+# the QEMU link drops bursts, and go-back-N sent a full window again into
+# every loss; nvme's 30 s I/O timeout fired and the host reconnected again
+# and again.  See Documentation/datapath.rst.)
 command -v nvme >/dev/null || fail "no nvme (nvme-cli; qemu/setup installs it)"
 command -v fio >/dev/null || fail "no fio (qemu/setup installs it)"
 role=$(pair_role)

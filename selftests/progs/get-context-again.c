@@ -27,6 +27,7 @@
  * ioctl interface refuses a header naming another driver.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <rdma/ib_user_ioctl_cmds.h>
@@ -74,7 +75,8 @@ static void child(int (*get_context)(int fd), const char *how)
 	int fd, ret;
 
 	/* As an unprivileged user (nobody), if started as root. */
-	CHECK(getuid() != 0 || (setgid(65534) == 0 && setuid(65534) == 0),
+	CHECK(getuid() != 0 || (setgroups(0, NULL) == 0 && setgid(65534) == 0 &&
+				setuid(65534) == 0),
 	      "cannot become nobody: %s", strerror(errno));
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
