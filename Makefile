@@ -2,7 +2,8 @@
 #
 # ferroce: a software RoCEv2 RDMA device in Rust-for-Linux.
 #
-#   make run            build everything, boot the guest, show the RDMA device
+#   make run            build everything, boot the guest, show the RDMA device;
+#                       then two guests, ferroce between them
 #   make test           build everything, boot the guest, run all selftests
 #   make bench          perftest benchmarks of every soft RDMA device
 #   make soak           30 minutes of lossy wire traffic, kills and link flaps
@@ -45,6 +46,7 @@ provider: setup
 
 run: module provider
 	qemu/run -- qemu/demo
+	qemu/pair -- qemu/demo-pair
 
 test: module test-module provider
 	FERROCE_GUESTS=$(GUESTS) selftests/run-host $(TESTS)

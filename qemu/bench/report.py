@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Summarise ferroce benchmark results: medians, ratios, charts.
 
-Reads DIR/results.jsonl (written by qemu/bench/run in the guest), prints a
-table of medians per test and MTU with each device's ratio against rxe and
-siw, writes it to DIR/summary.txt and draws DIR/table.png (the table as
+Reads DIR/results.jsonl (written by qemu/bench/run in the guest, and by
+qemu/bench/pair in two guests: run-host appends its pair_* rows), prints a
+table of medians per test and MTU with each device's ratio against the
+anchors (rxe, siw, and for the two-guest rows kernel TCP between the same
+guests), writes it to DIR/summary.txt and draws DIR/table.png (the table as
 bars) and DIR/sweep.png (ib_write_bw bandwidth against message size).
 
 Under TCG only ratios within one run mean anything: absolute figures depend
-on the host.
+on the host.  The pair_* rows come from another boot (two guests) than the
+rest: compare them with each other.
 """
 
 import json
@@ -37,15 +40,29 @@ TABLE_TESTS = [
     ("nvme_randwrite", 4096),
     ("nvme_read", 131072),
     ("nvme_write", 131072),
+    # Between two guests (qemu/pair), a device on each end of one link, and
+    # the anchor of these rows: kernel TCP (iperf3) over the same link.
+    ("pair_ib_write_bw", 65536),
+    ("pair_ib_send_bw", 65536),
+    ("pair_ib_read_bw", 65536),
+    ("pair_ib_write_lat", 2),
+    ("pair_tcp_bw", 65536),
 ]
-# The MTUs a test runs at (the NVMe rows: only 9000).
-MTUS = {"nvme_": (9000,)}
+# The MTUs a test runs at (the NVMe rows: only 9000; the two-guest rows:
+# only the link's 1500).
+MTUS = {"nvme_": (9000,), "pair_": (1500,)}
 
 
 def mtus(test):
     return next((m for p, m in MTUS.items() if test.startswith(p)), (1500, 9000))
 
-ANCHORS = ["rxe", "siw"]
+
+# The drivers others are compared with ("tcp": kernel TCP, pair rows only).
+ANCHORS = ["rxe", "siw", "tcp"]
+# An anchor whose figure for a test is in another row: (anchor, test) ->
+# (test, size) of that row.  TCP's bandwidth between the two guests is
+# iperf3's (pair_tcp_bw), what a device's pair_ib_write_bw is held against.
+ANCHOR_ROWS = {("tcp", "pair_ib_write_bw"): ("pair_tcp_bw", 65536)}
 
 
 def load(path):
@@ -87,70 +104,111 @@ def ratio(test, mine, anchor):
 
 def ratio_pairs(drivers):
     """(device, anchor) pairs to compare: each new device against each
-    anchor, or siw against rxe when only the anchors ran."""
+    anchor, or, when only the anchors ran, siw against rxe and rxe against
+    TCP."""
     pairs = [
         (d, a) for d in drivers if d not in ANCHORS for a in ANCHORS if a in drivers
     ]
-    if not pairs and all(a in drivers for a in ANCHORS):
-        pairs = [("siw", "rxe")]
+    if not pairs:
+        pairs = [
+            (d, a) for d, a in [("siw", "rxe"), ("rxe", "tcp")] if d in drivers and a in drivers
+        ]
     return pairs
 
 
+def anchor_median(med, anchor, test, size, mtu):
+    """The anchor's median that the row (test, size, mtu) is compared with."""
+    test, size = ANCHOR_ROWS.get((anchor, test), (test, size))
+    return med.get((test, size, mtu), {}).get(anchor, (None,))[0]
+
+
 def table(med, drivers):
+    rows = [
+        (test, size, mtu, med[(test, size, mtu)])
+        for test, size in TABLE_TESTS
+        for mtu in mtus(test)
+        if med.get((test, size, mtu))
+    ]
+
+    def row_ratio(row, d, a):
+        test, size, mtu, cells = row
+        return ratio(test, cells.get(d, (None,))[0], anchor_median(med, a, test, size, mtu))
+
+    # A ratio column that no row fills (a device and an anchor that never
+    # ran the same tests, e.g. a wire-only device against TCP) is left out.
+    pairs = [p for p in ratio_pairs(drivers) if any(row_ratio(row, *p) for row in rows)]
     lines = []
-    pairs = ratio_pairs(drivers)
     head = f"{'test':<18}{'size':>7}{'MTU':>6}"
     for d in drivers:
         head += f"{d:>13}"
     for d, a in pairs:
         head += f"{d + '/' + a:>17}"
     lines.append(head)
-    for test, size in TABLE_TESTS:
-        for mtu in mtus(test):
-            cells = med.get((test, size, mtu), {})
-            if not cells:
-                continue
-            unit = next(iter(cells.values()))[1]
-            line = f"{test:<18}{size:>7}{mtu:>6}"
-            for d in drivers:
-                line += f"{cells[d][0]:>13.2f}" if d in cells else f"{'-':>13}"
-            for d, a in pairs:
-                r = ratio(test, cells.get(d, (None,))[0], cells.get(a, (None,))[0])
-                line += f"{r:>16.2f}x" if r else f"{'-':>17}"
-            lines.append(line + f"  {unit}")
+    for row in rows:
+        test, size, mtu, cells = row
+        unit = next(iter(cells.values()))[1]
+        line = f"{test:<18}{size:>7}{mtu:>6}"
+        for d in drivers:
+            line += f"{cells[d][0]:>13.2f}" if d in cells else f"{'-':>13}"
+        for d, a in pairs:
+            r = row_ratio(row, d, a)
+            line += f"{r:>16.2f}x" if r else f"{'-':>17}"
+        lines.append(line + f"  {unit}")
     lines.append("")
     lines.append(
         "Medians of the runs of each test; a ratio d/a > 1 means d beats a "
         "(higher bandwidth, lower latency)."
     )
+    if any(row[0].startswith("pair_") for row in rows):
+        lines.append(
+            "pair_*: between two guests on one link, measured in another boot than the other "
+            "rows: compare them with each other"
+            + (
+                "; d/tcp holds d's pair_ib_write_bw against kernel TCP's pair_tcp_bw (iperf3, "
+                "the receiver's MB/s) between the same two guests."
+                if any(a == "tcp" for _, a in pairs)
+                else "."
+            )
+        )
     return "\n".join(lines)
 
 
 def draw_table(med, drivers, path):
     rows = (len(TABLE_TESTS) + 3) // 4
-    every = (1500, 9000)
     fig, axes = plt.subplots(rows, 4, figsize=(16, 4 * rows), squeeze=False)
+    for ax in axes.flat[len(TABLE_TESTS):]:
+        ax.set_visible(False)
     for ax, (test, size) in zip(axes.flat, TABLE_TESTS):
-        width = 0.8 / max(len(drivers), 1)
+        every = mtus(test)
+        # The bars of the drivers that ran the test, each in its colour of every chart.
+        ran = [
+            (i, d)
+            for i, d in enumerate(drivers)
+            if any(d in med.get((test, size, m), {}) for m in every)
+        ]
+        width = 0.8 / max(len(ran), 1)
         unit = ""
-        for i, d in enumerate(drivers):
+        for j, (i, d) in enumerate(ran):
             ys = []
             for mtu in every:
                 cell = med.get((test, size, mtu), {}).get(d)
                 ys.append(cell[0] if cell else 0)
                 if cell:
                     unit = cell[1]
-            ax.bar([x + i * width for x in range(2)], ys, width, label=d)
-        ax.set_xticks([x + width * (len(drivers) - 1) / 2 for x in range(2)])
-        ax.set_xticklabels(["MTU 1500", "MTU 9000"])
+            ax.bar([x + j * width for x in range(len(every))], ys, width, label=d, color=f"C{i}")
+        ax.set_xticks([x + width * (len(ran) - 1) / 2 for x in range(len(every))])
+        ax.set_xticklabels([f"MTU {m}" for m in every])
         ax.set_title(f"{test} {size} B")
         ax.set_ylabel(unit + (" (lower is better)" if test.endswith("_lat") else ""))
-        ax.legend()
+        if ran:
+            ax.legend()
     fig.suptitle(
         "perftest medians: loopback on one device, wire_* between two; "
-        "nvme_*: NVMe/RDMA with fio on one device (QEMU TCG guest: compare ratios only)"
+        "nvme_*: NVMe/RDMA with fio on one device;\npair_*: between two guests, "
+        "tcp their anchor (QEMU TCG guests: compare ratios only)"
     )
-    fig.tight_layout()
+    # (Room at the top for the two lines of the title.)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -170,7 +228,8 @@ def draw_sweep(rows, path):
     ax.set_ylabel("ib_write_bw BW average (MB/s)")
     ax.set_title("ib_write_bw vs message size, MTU 9000 (QEMU TCG guest)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    if curves:
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -178,7 +237,7 @@ def draw_sweep(rows, path):
 
 def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/bench")
-    rows = load(out / "results.jsonl")
+    rows = load(out / "results.jsonl") if (out / "results.jsonl").exists() else []
     if not rows:
         sys.exit("report.py: no results")
     present = sorted({r["driver"] for r in rows})
@@ -191,11 +250,12 @@ def main():
     draw_table(med, drivers, out / "table.png")
     draw_sweep(rows, out / "sweep.png")
     print(f"raw: {out / 'results.jsonl'}  charts: {out / 'table.png'}, {out / 'sweep.png'}")
-    # A device runs the tests of a kind (loopback, wire_*, nvme_*) or none of them (a wire
-    # device no loopback test; FERROCE_BENCH_SECTIONS may leave kinds out): a cell is missing
-    # where a device has figures of that kind but not this one.
+    # A device runs the tests of a kind (loopback, wire_*, nvme_*, pair_*; TCP only
+    # pair_tcp_*) or none of them (a wire device no loopback test; FERROCE_BENCH_SECTIONS may
+    # leave kinds out): a cell is missing where a device has figures of that kind but not this one.
     def kind(test):
-        return next((p for p in ("wire_", "nvme_") if test.startswith(p)), "")
+        kinds = ("wire_", "nvme_", "pair_tcp_", "pair_")
+        return next((p for p in kinds if test.startswith(p)), "")
 
     ran = {(kind(t), d) for (t, _, _), cells in med.items() for d in cells}
     missing = [
