@@ -20,9 +20,8 @@ pub(crate) const WINDOW: u32 = 256;
 ///
 /// The window reacts to loss as TCP's does (RFC 5681, and RFC 6582's one reduction per window
 /// of data), in packets: a loss (a sequence NAK) halves it, once for all the losses of what
-/// was in flight then; an
-/// acknowledgement timeout (the responder heard nothing, or nothing came back) makes it a
-/// quarter. Either way half of what it was becomes the threshold below which it grows by every
+/// was in flight then; an acknowledgement timeout (the responder heard nothing, or nothing
+/// came back) makes it a quarter. Either way half of what it was becomes the threshold below which it grows by every
 /// PSN acknowledged (slow start) and above which by one per window acknowledged (congestion
 /// avoidance), up to [`WINDOW`]. It bounds what the requester sends itself (SEND and WRITE
 /// data, atomics); READ responses are the responder's to pace (see [`Window::read_room`]).
@@ -406,10 +405,7 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
     /// Forgets the records (the send queue was flushed or emptied) and what the window learnt
     /// of the path; the PSNs stay.
     pub(crate) fn clear(&mut self) {
-        self.cwnd = WINDOW;
-        self.ssthresh = WINDOW;
-        self.acked_above = 0;
-        self.recover = None;
+        self.new_path();
         self.head = 0;
         self.count = 0;
         self.next = 0;
@@ -424,14 +420,19 @@ impl<S: DerefMut<Target = [Rec]>> Window<S> {
 
     /// The PSN a modify set (`sq_psn`): nothing in flight, and a path learnt anew.
     pub(crate) fn set_psn(&mut self, p: u32) {
-        self.cwnd = WINDOW;
-        self.ssthresh = WINDOW;
-        self.acked_above = 0;
-        self.recover = None;
+        self.new_path();
         self.psn = p & psn::MASK;
         self.una = self.psn;
         self.una_seen = self.psn;
         self.max_psn = self.psn;
+    }
+
+    /// The congestion window of a path nothing is known of: full (see [`MIN_WINDOW`]).
+    fn new_path(&mut self) {
+        self.cwnd = WINDOW;
+        self.ssthresh = WINDOW;
+        self.acked_above = 0;
+        self.recover = None;
     }
 
     /// PSNs sent and not acknowledged.
