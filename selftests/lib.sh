@@ -302,6 +302,15 @@ perftest_nonsense() {
 	perftest_result "$1" | awk '{ exit !($3 == "inf" || $3 + 0 == 0) }'
 }
 
+# perftest_value TOOL SIZE OUTPUT: the figure perftest's TOOL printed for
+# SIZE (BW average in MB/s, or typical latency in us; empty if none).
+perftest_value() {
+	case $1 in
+	*_lat) awk -v s="$2" '$1 == s && NF >= 6 { v = $5 } END { print v }' <<<"$3" ;;
+	*) awk -v s="$2" '$1 == s && NF >= 5 { v = $4 } END { print v }' <<<"$3" ;;
+	esac
+}
+
 # perftest_result OUTPUT: perftest's last result line (size, iterations, figures...).
 perftest_result() {
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { l = $0 } END { print l }' <<<"$1" | grep .
