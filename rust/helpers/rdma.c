@@ -4,11 +4,8 @@
 
 #include <linux/delay.h>
 #include <linux/mm.h>
-#include <linux/mutex.h>
-#include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
-#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
@@ -43,54 +40,12 @@ void rust_helper_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 }
 
 /*
- * kernel::rdma::link: ib_core runs `rdma link add` callbacks concurrently
- * (under a read lock); a driver's "is this netdev taken?" check and its
- * registration must not interleave with another's, so the Rust link types'
- * callbacks run one at a time.
- */
-static DEFINE_MUTEX(rust_rdma_newlink_mutex);
-
-void rust_helper_rdma_newlink_lock(void)
-{
-	mutex_lock(&rust_rdma_newlink_mutex);
-}
-
-void rust_helper_rdma_newlink_unlock(void)
-{
-	mutex_unlock(&rust_rdma_newlink_mutex);
-}
-/*
  * kernel::rdma::registry: a destroy op waits for the data path's short-lived
  * references to an object it has unpublished.
  */
 void rust_helper_rdma_registry_wait(void)
 {
 	usleep_range(10, 100);
-}
-
-/*
- * kernel::rdma::context: the data path executes work in the system call that
- * rang a doorbell, and yields the CPU between work requests.
- */
-void rust_helper_rdma_cond_resched(void)
-{
-	cond_resched();
-}
-
-bool rust_helper_rdma_fatal_signal_pending(void)
-{
-	return fatal_signal_pending(current);
-}
-
-/* kernel::rdma::context: kernel users may post work with interrupts off. */
-bool rust_helper_rdma_irqs_disabled(void)
-{
-	return irqs_disabled();
-}
-
-bool rust_helper_rdma_in_interrupt(void)
-{
-	return in_interrupt();
 }
 
 /*
@@ -104,186 +59,4 @@ bool rust_helper_rdma_kernel_addr_ok(unsigned long addr)
 	       virt_addr_valid(addr);
 }
 
-/*
- * kernel::rdma::work: a QP's work item, run by the unbound system workqueue
- * (process context, on any CPU).
- */
-void rust_helper_rdma_qp_work_setup(struct work_struct *w, void (*fn)(struct work_struct *))
-{
-	INIT_WORK(w, fn);
-}
-
-void rust_helper_rdma_qp_work_queue(struct work_struct *w)
-{
-	queue_work(system_unbound_wq, w);
-}
 #endif /* CONFIG_INFINIBAND */
-
-#if IS_ENABLED(CONFIG_INFINIBAND) && IS_BUILTIN(CONFIG_NET_UDP_TUNNEL)
-
-#include <linux/crc32.h>
-#include <linux/skbuff.h>
-#include <linux/timer.h>
-#include <net/ip.h>
-#include <net/ip6_route.h>
-#include <net/route.h>
-#include <net/udp_tunnel.h>
-#include <rdma/roce_udp.h>
-
-/* kernel::rdma::timer: a QP's timer (one lockdep class for all of them). */
-void rust_helper_rdma_qp_timer_setup(struct timer_list *t, void (*fn)(struct timer_list *))
-{
-	timer_setup(t, fn, 0);
-}
-
-bool rust_helper_rdma_qp_timer_pending(const struct timer_list *t)
-{
-	return timer_pending(t);
-}
-
-void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
-{
-	unsigned long ticks = usecs_to_jiffies(usecs);
-
-	mod_timer(t, jiffies + (ticks ? ticks : 1));
-}
-
-/*
- * kernel::rdma::wire: an endpoint at the shared RoCEv2 port of @ndev's
- * namespace, for the device @name, receiving @ndev's packets in @rcv.
- */
-struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, const char *name,
-						     roce_udp_rcv_t rcv)
-{
-	struct roce_udp_endpoint *ep = kzalloc(sizeof(*ep), GFP_KERNEL);
-	int err;
-
-	if (!ep)
-		return ERR_PTR(-ENOMEM);
-	err = roce_udp_add(ep, ndev, name, rcv);
-	if (err) {
-		kfree(ep);
-		return ERR_PTR(err);
-	}
-	/* The callback reads ep->ndev: held while the endpoint exists. */
-	dev_hold(ndev);
-	return ep;
-}
-
-/* Removes and frees an endpoint of rust_helper_rdma_wire_open; no callback runs afterwards. */
-void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
-{
-	roce_udp_del(ep);
-	dev_put(ep->ndev);
-	kfree(ep);
-}
-
-/* A received packet, linear, from its network header to its end. */
-int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len)
-{
-	if (skb_linearize(skb))
-		return -ENOMEM;
-	*data = skb_network_header(skb);
-	*len = skb_tail_pointer(skb) - skb_network_header(skb);
-	return 0;
-}
-
-/* The CRC-32 of the ICRC (reflected, no pre- or post-inversion), as the kernel computes it. */
-u32 rust_helper_rdma_crc32_le(u32 crc, const u8 *p, size_t len)
-{
-	return crc32_le(crc, p, len);
-}
-
-/* Frees a packet: @consumed if the driver took it, dropped otherwise. */
-void rust_helper_rdma_wire_free(struct sk_buff *skb, bool consumed)
-{
-	if (consumed)
-		consume_skb(skb);
-	else
-		kfree_skb(skb);
-}
-
-/* An skb with @len zeroed bytes of data, room for @ndev's link layer before them. */
-struct sk_buff *rust_helper_rdma_wire_alloc(struct net_device *ndev, u32 len, u8 **data)
-{
-	unsigned int head = LL_RESERVED_SPACE(ndev);
-	struct sk_buff *skb = alloc_skb(head + len, GFP_ATOMIC);
-
-	if (!skb)
-		return NULL;
-	skb_reserve(skb, head);
-	*data = skb_put_zero(skb, len);
-	return skb;
-}
-
-/*
- * Sends the IP packet @skb (its data starts with the IP header) through
- * @ndev, routed by the header's addresses. Consumes @skb.
- */
-int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6)
-{
-	struct net *net = dev_net(ndev);
-	struct dst_entry *dst;
-	int err;
-
-	/* The IP layer enables bottom halves again: not with interrupts off. */
-	if (WARN_ON_ONCE(in_hardirq() || irqs_disabled())) {
-		kfree_skb(skb);
-		return -EINVAL;
-	}
-
-	if (!ipv6) {
-		const struct iphdr *iph = (const struct iphdr *)skb->data;
-		struct flowi4 fl = {};
-		struct rtable *rt;
-
-		fl.flowi4_oif = ndev->ifindex;
-		fl.saddr = iph->saddr;
-		fl.daddr = iph->daddr;
-		fl.flowi4_proto = IPPROTO_UDP;
-		rt = ip_route_output_key(net, &fl);
-		if (IS_ERR(rt)) {
-			kfree_skb(skb);
-			return PTR_ERR(rt);
-		}
-		dst = &rt->dst;
-		skb->protocol = htons(ETH_P_IP);
-	} else {
-#if IS_ENABLED(CONFIG_IPV6)
-		const struct ipv6hdr *ip6h = (const struct ipv6hdr *)skb->data;
-		struct flowi6 fl6 = {};
-
-		fl6.flowi6_oif = ndev->ifindex;
-		fl6.saddr = ip6h->saddr;
-		fl6.daddr = ip6h->daddr;
-		fl6.flowi6_proto = IPPROTO_UDP;
-		dst = ip6_route_output(net, NULL, &fl6);
-		if (dst->error) {
-			err = dst->error;
-			dst_release(dst);
-			kfree_skb(skb);
-			return err;
-		}
-		skb->protocol = htons(ETH_P_IPV6);
-#else
-		kfree_skb(skb);
-		return -EAFNOSUPPORT;
-#endif
-	}
-	skb_dst_set(skb, dst);
-	skb->dev = dst->dev;
-	skb_reset_network_header(skb);
-	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
-	if (ipv6) {
-#if IS_ENABLED(CONFIG_IPV6)
-		err = ip6_local_out(net, NULL, skb);
-#else
-		err = -EAFNOSUPPORT;
-#endif
-	} else {
-		err = ip_local_out(net, NULL, skb);
-	}
-	return err > 0 ? net_xmit_errno(err) : err;
-}
-
-#endif /* CONFIG_INFINIBAND && CONFIG_NET_UDP_TUNNEL */

@@ -7,18 +7,17 @@
 //! per-object structures; the driver's data lives inside those allocations, pin-initialised in
 //! place by this layer and dropped when ib_core frees them (or when creation fails after the
 //! driver's part succeeded). Each object's module holds its type and its ops callbacks.
-//! Soft-RoCE drivers create devices from `rdma link add` through [`link::Registration`].
+//! What only software devices need (their RoCEv2 wire, QP timers and work items, `rdma link
+//! add`) is in `sw`, behind `CONFIG_RUST_RDMA_SW`.
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
 pub mod ah;
 pub mod attr;
-pub mod context;
 pub mod cq;
 pub mod device;
 pub mod driver;
-pub mod link;
 pub mod memory;
 pub mod mmap;
 pub mod mr;
@@ -26,15 +25,14 @@ pub mod mw;
 pub mod object;
 pub mod pd;
 pub mod qp;
-pub mod random;
 pub mod registry;
 pub mod srq;
 pub mod stats;
-pub mod timer;
+#[cfg(CONFIG_RUST_RDMA_SW)]
+pub mod sw;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;
-pub mod wire;
 pub mod wr;
 
 pub use ah::{AddressVector, Ah, Network};
@@ -51,7 +49,8 @@ pub use mr::{access, rereg, Mr, MrChange};
 pub use mw::{Mw, MwType};
 pub use pd::Pd;
 pub use qp::{
-    mask as qp_mask, modify_is_ok, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpType,
+    mask as qp_mask, modify_is_ok, DeferredWork, Qp, QpAttr, QpCap, QpEvent, QpInitAttr, QpState,
+    QpType,
 };
 pub use registry::Held;
 pub use srq::{mask as srq_mask, Srq, SrqAttr, SrqEvent};

@@ -14,7 +14,7 @@ use super::{
     mr::{Mr, MrChange},
     mw::{Mw, MwType},
     pd::Pd,
-    qp::{Qp, QpAttr, QpInitAttr},
+    qp::{DeferredWork, Qp, QpAttr, QpInitAttr},
     srq::{Srq, SrqAttr},
     ucontext::UContext,
     udata::Udata,
@@ -78,6 +78,10 @@ pub trait Driver: Sized + 'static {
     type QpData: Send + Sync;
     /// Data the driver keeps in each shared receive queue.
     type SrqData: Send + Sync;
+    /// What the layer keeps in each queue pair for the driver's kind: `()` for a device with
+    /// hardware behind it, `sw::deferred::Deferred` (a timer and a work item) for a software
+    /// device.
+    type QpDeferred: DeferredWork<Self>;
     /// The driver's `enum rdma_driver_id`, which libibverbs matches providers against.
     const DRIVER_ID: bindings::rdma_driver_id;
     /// The uverbs ABI version the driver's provider must match.
@@ -143,19 +147,10 @@ pub trait Driver: Sized + 'static {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`). The QP's timer
-    /// and work item may still run while this runs; they are shut down right after.
+    /// Called as a QP is destroyed, before its data is dropped (`destroy_qp`). The QP's
+    /// deferred work ([`Driver::QpDeferred`]) may still run while this runs; it is shut down
+    /// right after.
     fn destroy_qp(_qp: &Qp<Self>) {}
-
-    /// The QP's timer ([`Qp::arm_timer`]) expired. Softirq context.
-    fn qp_timer(_qp: &Qp<Self>) {}
-
-    /// The QP's work item ([`Qp::queue_work`]) runs. Process context; may sleep.
-    fn qp_work(_qp: &Qp<Self>) {}
-
-    /// A packet arrived for `dev` on a [`Tunnel`](super::wire::Tunnel) the driver opened.
-    /// Softirq context; the packet is freed when this returns.
-    fn receive(_dev: &Device<Self>, _packet: &super::wire::RxPacket<'_>) {}
 
     /// The doorbell of a user QP: its send queue has new work (`post_send` with no work
     /// requests, from the `POST_SEND` write() command of a provider).

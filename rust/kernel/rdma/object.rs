@@ -6,7 +6,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::driver::Driver;
-use super::{device::Device, mmap::MmapContext, registry::Users, timer::QpCore};
+use super::{device::Device, mmap::MmapContext, qp::QpCore, registry::Users};
 use crate::{bindings, error::Error, error::Result, init::PinInit, sync::Arc, types::Opaque};
 use core::ptr::addr_of_mut;
 
@@ -76,8 +76,8 @@ pub(crate) unsafe fn dispatch_object_event(
 pub trait Kind {
     /// The ib_core structure.
     type Raw: IbObject;
-    /// What this layer keeps in the object (nothing for most kinds).
-    type Core: Send + Sync;
+    /// What this layer keeps in the object (nothing for most kinds), for driver `T`.
+    type Core<T: Driver>: Send + Sync;
     /// The driver's data.
     type Data<T: Driver>: Send + Sync;
 }
@@ -88,7 +88,7 @@ macro_rules! kinds {
         pub enum $kind {}
         impl Kind for $kind {
             type Raw = bindings::$raw;
-            type Core = $core;
+            type Core<T: Driver> = $core;
             type Data<T: Driver> = T::$data;
         }
     )*};
@@ -107,9 +107,9 @@ kinds! {
     MwKind: ib_mw, Users, MwData;
     /// An address handle (see [`super::ah`]).
     AhKind: ib_ah, (), AhData;
-    /// A queue pair (see [`super::qp`]): published in its device's registry by number, with a
-    /// timer (see [`super::timer`]).
-    QpKind: ib_qp, QpCore, QpData;
+    /// A queue pair (see [`super::qp`]): published in its device's registry by number, with
+    /// the driver kind's deferred work ([`super::qp::DeferredWork`]).
+    QpKind: ib_qp, QpCore<T>, QpData;
     /// A shared receive queue (see [`super::srq`]).
     SrqKind: ib_srq, (), SrqData;
 }
@@ -131,7 +131,7 @@ kinds! {
 pub struct Object<T: Driver, K: Kind> {
     ib: Opaque<K::Raw>,
     // Visible to the layer's callbacks that find an object from a field of its core (timers).
-    pub(super) core: K::Core,
+    pub(super) core: K::Core<T>,
     data: K::Data<T>,
 }
 
@@ -147,7 +147,7 @@ impl<T: Driver, K: Kind> Object<T, K> {
     /// An object this layer allocates itself (MRs): `ib`, then `core` and `data` in place.
     pub(crate) fn new(
         ib: K::Raw,
-        core: K::Core,
+        core: K::Core<T>,
         data: impl PinInit<K::Data<T>, Error>,
     ) -> impl PinInit<Self, Error> {
         // SAFETY: The closure initialises every field of `slot` or, on failure, leaves nothing
@@ -169,7 +169,7 @@ impl<T: Driver, K: Kind> Object<T, K> {
     /// uninitialised. On success they are initialised; on failure they still are not.
     pub(crate) unsafe fn init_in_place(
         raw: *mut K::Raw,
-        core: K::Core,
+        core: K::Core<T>,
         data: impl PinInit<K::Data<T>, Error>,
     ) -> Result {
         let this = raw.cast::<Self>();
@@ -191,7 +191,7 @@ impl<T: Driver, K: Kind> Object<T, K> {
     }
 
     /// The state this layer keeps in the object.
-    pub(crate) fn core(&self) -> &K::Core {
+    pub(crate) fn core(&self) -> &K::Core<T> {
         &self.core
     }
 

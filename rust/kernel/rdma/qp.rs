@@ -11,9 +11,8 @@ use super::{
     driver::{Adapter, Driver},
     object::{dispatch_object_event, Object, QpKind},
     pd::Pd,
-    registry::Users,
+    registry::{Published, Users},
     srq::Srq,
-    timer::QpCore,
     ucontext::UContext,
     udata::Udata,
     wr::{post_chain, RecvWr, SendWr},
@@ -26,6 +25,62 @@ use core::ptr::addr_of;
 
 /// A queue pair with the driver's data (`T::QpData`) in ib_core's allocation.
 pub type Qp<T> = Object<T, QpKind>;
+
+/// What a kind of driver keeps in each of its QPs beside the driver's data
+/// ([`Driver::QpDeferred`]): set up once the QP is in place, before anything can find it, and
+/// shut down as it is destroyed, after the driver's destroy hook and before its data is
+/// dropped. Nothing (`()`) for a device whose hardware times and schedules its queues; a timer
+/// and a work item for a software device (`sw::deferred::Deferred`).
+///
+/// A value from [`DeferredWork::new`] may be dropped without `init` having run (the driver's
+/// data failed to initialise), and must then release nothing.
+pub trait DeferredWork<T: Driver>: Send + Sync + Sized {
+    /// The state before [`DeferredWork::init`]; holds nothing to release.
+    fn new() -> Self;
+
+    /// Sets up the state of `qp` in place.
+    ///
+    /// # Safety
+    ///
+    /// `qp` must be initialised, never move, and not be published yet; called once.
+    unsafe fn init(qp: &Qp<T>);
+
+    /// Stops what `init` set up for good, waiting for what runs. Sleeps.
+    ///
+    /// # Safety
+    ///
+    /// `init` must have run for the QP holding `self`.
+    unsafe fn shutdown(&self);
+}
+
+impl<T: Driver> DeferredWork<T> for () {
+    fn new() -> Self {}
+
+    unsafe fn init(_qp: &Qp<T>) {}
+
+    unsafe fn shutdown(&self) {}
+}
+
+/// The layer's part of a QP: its registry state and the driver kind's [`DeferredWork`].
+pub struct QpCore<T: Driver> {
+    users: Users,
+    pub(crate) deferred: T::QpDeferred,
+}
+
+impl<T: Driver> QpCore<T> {
+    fn new(users: Users) -> Self {
+        QpCore {
+            users,
+            deferred: T::QpDeferred::new(),
+        }
+    }
+}
+
+impl<T: Driver> Published for QpCore<T> {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
 
 impl<T: Driver> Qp<T> {
     /// The QP number.
@@ -426,7 +481,9 @@ impl<T: Driver> Adapter<T> {
             let mut udata = unsafe { Udata::from_raw(udata) };
             let (data, qpn) = T::create_qp(pd, &mut attr, uctx, &mut udata)?;
             // SAFETY: ib_core's QP allocation, never moved, its data slots uninitialised.
-            unsafe { Qp::<T>::init_in_place(qp, QpCore::new(Users::new(qpn, (*qp).pd)), data) }?;
+            unsafe {
+                Qp::<T>::init_in_place(qp, QpCore::<T>::new(Users::new(qpn, (*qp).pd)), data)
+            }?;
             attr.write_cap(raw_init);
             // SAFETY: The QP is ours during the op.
             unsafe { (*qp).qp_num = qpn };
@@ -434,13 +491,12 @@ impl<T: Driver> Adapter<T> {
             // so does the failure path below.
             let q = unsafe { Qp::<T>::from_raw(qp) };
             // SAFETY: Initialised, in place for good, not published yet; once.
-            unsafe { QpCore::init_deferred(q) };
+            unsafe { T::QpDeferred::init(q) };
             // SAFETY: See above.
             if let Err(e) = unsafe { q.device().registries().qps.publish(q) } {
                 // SAFETY: Initialised above, unpublished, destroyed once (ib_core frees the
-                // memory when the op fails); the timer and work item were set up above, never
-                // used.
-                unsafe { Qp::<T>::destroy(qp, |q| q.core().shutdown_deferred()) };
+                // memory when the op fails); its deferred work was set up above, never used.
+                unsafe { Qp::<T>::destroy(qp, |q| q.core().deferred.shutdown()) };
                 return Err(e);
             }
             Ok(0)
@@ -519,12 +575,12 @@ impl<T: Driver> Adapter<T> {
         // Nobody finds it any more, and nobody holds it.
         q.device().registries().qps.retire(q);
         // SAFETY: ib_core destroys each QP once, after `create_qp` succeeded. The driver's
-        // hook may still arm the timer or queue the work item; both are shut down after the
-        // hook, before the data goes.
+        // hook may still start deferred work (a software device's timer or work item); that
+        // is shut down after the hook, before the data goes.
         unsafe {
             Qp::<T>::destroy(qp, |q| {
                 T::destroy_qp(q);
-                q.core().shutdown_deferred();
+                q.core().deferred.shutdown();
             })
         };
         0

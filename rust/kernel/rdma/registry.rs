@@ -84,7 +84,7 @@ impl Users {
 #[pin_data]
 pub struct Registry<T: Driver, K: Kind>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     #[pin]
     map: SpinLockIrq<RBTree<u32, usize>>,
@@ -93,7 +93,7 @@ where
 
 impl<T: Driver, K: Kind> Registry<T, K>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     /// An empty registry.
     pub(crate) fn new() -> impl PinInit<Self> {
@@ -166,7 +166,7 @@ where
 /// `obj` is live and its `Users::count` counts this reference.
 pub struct Held<'a, T: Driver, K: Kind>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     obj: NonNull<Object<T, K>>,
     _registry: PhantomData<&'a Registry<T, K>>,
@@ -174,7 +174,7 @@ where
 
 impl<T: Driver, K: Kind> Deref for Held<'_, T, K>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     type Target = Object<T, K>;
 
@@ -186,7 +186,7 @@ where
 
 impl<T: Driver, K: Kind> Drop for Held<'_, T, K>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     fn drop(&mut self) {
         // Release: what this reference did to the object happens before its destruction.
@@ -196,7 +196,7 @@ where
 
 impl<T: Driver, K: Kind> Object<T, K>
 where
-    K::Core: Published,
+    K::Core<T>: Published,
 {
     /// An identity of the object's protection domain, equal for objects of the same PD.
     pub fn pd_id(&self) -> usize {

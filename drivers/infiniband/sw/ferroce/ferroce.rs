@@ -10,7 +10,7 @@
 use kernel::{
     net::netdev::Notifier,
     prelude::*,
-    rdma::{self, link},
+    rdma::{self, sw::link},
 };
 
 // The layers, each importing only those before it (a host test checks it).

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The driver's entry points: `struct ib_device_ops` (the [`rdma::Driver`] implementation,
-//! one table that hands each verb to the layer that does it) and `rdma link add` (the
+//! one table that hands each verb to the layer that does it), the software device's timers,
+//! work items and packets (the [`SoftDriver`] implementation) and `rdma link add` (the
 //! [`link::Link`] implementation).
 
 use core::sync::atomic::{AtomicBool, AtomicU64};
@@ -12,8 +13,13 @@ use kernel::{
     new_mutex, new_spinlock_irq,
     prelude::*,
     rdma::{
-        self, device_cap, link,
-        wire::{RxPacket, Tunnel},
+        self, device_cap,
+        sw::{
+            deferred::Deferred,
+            link,
+            wire::{RxPacket, Tunnel},
+            SoftDriver,
+        },
         AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams, LinkLayer, Mr,
         MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortImmutable, PortState, Qp, QpAttr,
         QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
@@ -68,6 +74,7 @@ impl rdma::Driver for Ferroce {
     type QpData = qp::QpData;
     type SrqData = srq::SrqData;
     type MwData = mw::MwData;
+    type QpDeferred = Deferred;
     const DRIVER_ID: u32 = DRIVER_ID;
     const ABI_VERSION: u32 = ABI_VERSION;
 
@@ -192,24 +199,12 @@ impl rdma::Driver for Ferroce {
         qp::query(q)
     }
 
-    fn qp_timer(q: &Qp<Self>) {
-        crate::engine::rc::timer(q);
-    }
-
     fn alloc_mw(
         pd: &Pd<Self>,
         ty: MwType,
         udata: &mut Udata<'_>,
     ) -> Result<(impl PinInit<mw::MwData, Error>, u32)> {
         mw::alloc(pd, ty, udata)
-    }
-
-    fn qp_work(q: &Qp<Self>) {
-        executor::run_deferred(q)
-    }
-
-    fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
-        crate::engine::receive::receive(dev, packet.bytes());
     }
 
     fn destroy_qp(q: &Qp<Self>) {
@@ -341,6 +336,20 @@ impl rdma::Driver for Ferroce {
         udata: &mut Udata<'_>,
     ) -> Result<impl PinInit<abi::ContextFeatures, Error>> {
         abi::ContextFeatures::negotiate(udata)
+    }
+}
+
+impl SoftDriver for Ferroce {
+    fn qp_timer(q: &Qp<Self>) {
+        crate::engine::rc::timer(q);
+    }
+
+    fn qp_work(q: &Qp<Self>) {
+        executor::run_deferred(q)
+    }
+
+    fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
+        crate::engine::receive::receive(dev, packet.bytes());
     }
 }
 

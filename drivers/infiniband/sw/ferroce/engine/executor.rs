@@ -49,7 +49,7 @@ pub(crate) fn sq_doorbell(qp: &Qp<Ferroce>) -> Result {
             if !st.sending {
                 st.sending = true;
                 drop(st);
-                if !qp.is_user() && kernel::rdma::context::in_interrupt() {
+                if !qp.is_user() && kernel::rdma::sw::context::in_interrupt() {
                     // A kernel user posting from softirq (or with it disabled): the work,
                     // however long, is not done there; the QP's work item takes the token.
                     defer_sq(qp);
@@ -173,7 +173,7 @@ pub(crate) enum Step {
 /// while a WQE executes or a turn is sent; completions are delivered after each. Where it
 /// `may_sleep`, it yields the CPU between steps.
 pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
-    if kernel::rdma::context::irqs_disabled() {
+    if kernel::rdma::sw::context::irqs_disabled() {
         // A kernel user posted with interrupts off (ib_mad does, under its queue's lock):
         // nothing may be transmitted here. The QP's work item executes the queue (the token
         // passes on to it).
@@ -194,7 +194,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
             Step::Stop
         } else if budget == Budget::Owner
             && may_sleep
-            && kernel::rdma::context::fatal_signal_pending()
+            && kernel::rdma::sw::context::fatal_signal_pending()
         {
             // The owner is killed: its QP goes with it.
             Step::Stop
@@ -232,7 +232,7 @@ pub(crate) fn run(qp: &Qp<Ferroce>, may_sleep: bool, budget: Budget) {
         }
         after.run(qp, may_sleep);
         if may_sleep {
-            kernel::rdma::context::cond_resched();
+            kernel::rdma::sw::context::cond_resched();
         }
     }
 }

@@ -10,9 +10,9 @@
 //!   complete the WQEs in order, or send them again (go-back-N, RNR waits).
 //! - [`responder`] (softirq): the requests of the peer, in PSN order.
 //! - Here: the QP's wire state ([`Conn`]), the packet dispatch ([`receive`]) and the QP's timer
-//!   (`kernel::rdma::timer`), for the acknowledgement timeout or the RNR wait; progress is seen
-//!   by the oldest unacknowledged PSN moving on, or by responses bringing something new (a
-//!   slow responder still serving READs is not timed out, as rxe's completer restarts its
+//!   (`kernel::rdma::sw::deferred`), for the acknowledgement timeout or the RNR wait; progress
+//!   is seen by the oldest unacknowledged PSN moving on, or by responses bringing something new
+//!   (a slow responder still serving READs is not timed out, as rxe's completer restarts its
 //!   timer on each response).
 
 use kernel::{

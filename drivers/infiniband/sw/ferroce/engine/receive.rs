@@ -21,7 +21,7 @@ use crate::{
 /// A packet for this device (softirq): checked, then given to its QP.
 pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
     let counters = &dev.data().counters;
-    let p = match packet::parse_with(bytes, kernel::rdma::wire::crc32_le) {
+    let p = match packet::parse_with(bytes, kernel::rdma::sw::wire::crc32_le) {
         Ok(p) => p,
         Err(_) => {
             counters.add(Stat::BadPkts, 1);

@@ -11,7 +11,7 @@
 
 use kernel::{
     net::netdev::NetDevice,
-    rdma::{wire::TxPacket, AddressVector, Device, Network, Qp},
+    rdma::{sw::wire::TxPacket, AddressVector, Device, Network, Qp},
 };
 
 use crate::{
@@ -82,7 +82,7 @@ pub(crate) fn transmit<E>(
     let at = packet::write_headers(buf, route, h, payload_len).ok_or(TxError::Lost)?;
     let payload = buf.get_mut(at..at + payload_len).ok_or(TxError::Lost)?;
     fill(payload).map_err(TxError::Fill)?;
-    packet::finish_with(buf, kernel::rdma::wire::crc32_le).ok_or(TxError::Lost)?;
+    packet::finish_with(buf, kernel::rdma::sw::wire::crc32_le).ok_or(TxError::Lost)?;
     dev.data().counters.add(Stat::SentPkts, 1);
     // A packet the network drops is recovered as a lost one.
     let _ = skb.send(netdev, !route.ipv4);

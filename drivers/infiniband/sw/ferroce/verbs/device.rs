@@ -7,7 +7,7 @@ use kernel::{
     alloc::KVVec,
     net::netdev::NetDevice,
     prelude::*,
-    rdma::{wire::Tunnel, Device, Mtu, PortEvent},
+    rdma::{sw::wire::Tunnel, Device, Mtu, PortEvent},
     sync::{Arc, Mutex, SpinLockIrq},
     types::ARef,
 };

@@ -248,7 +248,7 @@ pub(crate) fn place(
     let mut since_yield = 0;
     while done < len {
         if may_sleep && since_yield >= COPY_CHUNK {
-            kernel::rdma::context::cond_resched();
+            kernel::rdma::sw::context::cond_resched();
             since_yield = 0;
         }
         if !dst.settle().map_err(|()| Fault::Dest)? {

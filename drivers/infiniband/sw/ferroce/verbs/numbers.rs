@@ -25,7 +25,7 @@ pub(crate) trait NumberTable: Send + Sync {
 /// A random key byte for a number.
 fn random_byte() -> u8 {
     let mut b = [0u8];
-    kernel::rdma::random::fill(&mut b);
+    kernel::rdma::sw::random::fill(&mut b);
     b[0]
 }
 

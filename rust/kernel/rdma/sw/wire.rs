@@ -10,7 +10,7 @@
 //! device and closes them with its last. Several devices, of this driver or another, coexist on
 //! different netdevs of one namespace. The port's receive callback runs in softirq context: it
 //! finds the registered device of the netdev and hands the packet, from its IP header to its end,
-//! to the driver's [`Driver::receive`]; the packet is freed when that returns. Packets that
+//! to the driver's [`SoftDriver::receive`]; the packet is freed when that returns. Packets that
 //! arrive on the loopback device (which any local process may send) go to no device.
 //!
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
@@ -26,7 +26,8 @@
 //! C headers: [`include/rdma/roce_udp.h`](srctree/include/rdma/roce_udp.h),
 //! [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h)
 
-use super::{device::Device, driver::Driver};
+use super::SoftDriver;
+use crate::rdma::device::Device;
 use crate::{
     bindings,
     error::{code::*, from_err_ptr, to_result, Result},
@@ -56,7 +57,7 @@ impl Tunnel {
     /// opening the port of the netdev's namespace if no device there has yet. `EBUSY`: a device
     /// (of any driver) serves `netdev` already; `EADDRINUSE`: a socket that is no RoCE device's
     /// holds the port; `ENODEV`: `netdev` is unregistering. Sleeps.
-    pub fn open<T: Driver>(netdev: &NetDevice, name: &CStr) -> Result<Self> {
+    pub fn open<T: SoftDriver>(netdev: &NetDevice, name: &CStr) -> Result<Self> {
         // SAFETY: `netdev` is valid, `name` a C string; the callback matches the endpoint's.
         let ep = from_err_ptr(unsafe {
             bindings::rdma_wire_open(netdev.as_raw(), name.as_char_ptr(), Some(receive::<T>))
@@ -83,7 +84,7 @@ pub fn crc32_le(crc: u32, data: &[u8]) -> u32 {
 }
 
 /// A received RoCEv2 packet, from its IP header to its end (the ICRC), lent to
-/// [`Driver::receive`].
+/// [`SoftDriver::receive`].
 ///
 /// # Invariants
 ///
@@ -108,7 +109,7 @@ impl RxPacket<'_> {
 ///
 /// Called by the namespace's RoCEv2 port with an endpoint added by [`Tunnel::open`] and a
 /// packet it hands over.
-unsafe extern "C" fn receive<T: Driver>(
+unsafe extern "C" fn receive<T: SoftDriver>(
     ep: *mut bindings::roce_udp_endpoint,
     skb: *mut bindings::sk_buff,
 ) {
