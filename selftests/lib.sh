@@ -311,6 +311,26 @@ perftest_value() {
 	esac
 }
 
+# iperf3_figure OUTPUT: what the receiver took in, in MB/s, from an iperf3
+# client's JSON report (-J), TCP or UDP.
+iperf3_figure() {
+	python3 -c '
+import json, sys
+text = sys.stdin.read()
+report, _ = json.JSONDecoder().raw_decode(text[text.index("{"):])
+print("%.2f" % (report["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))
+' <<<"$1"
+}
+
+# qperf_latency OUTPUT: the latency qperf printed, in us.
+qperf_latency() {
+	awk '$1 == "latency" && $2 == "=" {
+		v = $3; u = $4
+		if (u == "ns") v /= 1000; else if (u == "ms") v *= 1000; else if (u == "sec") v *= 1000000
+		printf "%.2f\n", v
+	}' <<<"$1" | grep .
+}
+
 # perftest_result OUTPUT: perftest's last result line (size, iterations, figures...).
 perftest_result() {
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ { l = $0 } END { print l }' <<<"$1" | grep .

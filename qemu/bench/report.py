@@ -35,6 +35,10 @@ TABLE_TESTS = [
     ("wire_ib_send_bw", 65536),
     ("wire_ib_read_bw", 65536),
     ("wire_ib_write_lat", 2),
+    # Their anchors, kernel TCP and UDP on the same veth (iperf3, qperf).
+    ("wire_tcp_bw", 65536),
+    ("wire_udp_bw", 1024),
+    ("wire_tcp_lat", 2),
     # NVMe over Fabrics (the kernel's target and host on one device), fio.
     ("nvme_randread", 4096),
     ("nvme_randwrite", 4096),
@@ -57,12 +61,17 @@ def mtus(test):
     return next((m for p, m in MTUS.items() if test.startswith(p)), (1500, 9000))
 
 
-# The drivers others are compared with ("tcp": kernel TCP, pair rows only).
+# The drivers others are compared with ("tcp": kernel TCP, wire and pair rows).
 ANCHORS = ["rxe", "siw", "tcp"]
 # An anchor whose figure for a test is in another row: (anchor, test) ->
-# (test, size) of that row.  TCP's bandwidth between the two guests is
-# iperf3's (pair_tcp_bw), what a device's pair_ib_write_bw is held against.
-ANCHOR_ROWS = {("tcp", "pair_ib_write_bw"): ("pair_tcp_bw", 65536)}
+# (test, size) of that row.  TCP's bandwidth on the same link is iperf3's
+# (wire_tcp_bw, pair_tcp_bw), what a device's bandwidth rows are held
+# against; its latency qperf's tcp_lat (wire_tcp_lat).
+ANCHOR_ROWS = {
+    **{("tcp", f"wire_ib_{t}_bw"): ("wire_tcp_bw", 65536) for t in ("write", "send", "read")},
+    ("tcp", "wire_ib_write_lat"): ("wire_tcp_lat", 2),
+    **{("tcp", f"pair_ib_{t}_bw"): ("pair_tcp_bw", 65536) for t in ("write", "send", "read")},
+}
 
 
 def load(path):
@@ -159,12 +168,18 @@ def table(med, drivers):
         "Medians of the runs of each test; a ratio d/a > 1 means d beats a "
         "(higher bandwidth, lower latency)."
     )
+    if any(row[0].startswith("wire_tcp_") for row in rows):
+        lines.append(
+            "d/tcp on the wire_ib_* rows holds d against kernel TCP on the ferroce pair's veth: "
+            "bandwidth against wire_tcp_bw (iperf3, the receiver's MB/s), latency against "
+            "wire_tcp_lat (qperf tcp_lat)."
+        )
     if any(row[0].startswith("pair_") for row in rows):
         lines.append(
             "pair_*: between two guests on one link, measured in another boot than the other "
             "rows: compare them with each other"
             + (
-                "; d/tcp holds d's pair_ib_write_bw against kernel TCP's pair_tcp_bw (iperf3, "
+                "; d/tcp holds d's pair_ib_*_bw against kernel TCP's pair_tcp_bw (iperf3, "
                 "the receiver's MB/s) between the same two guests."
                 if any(a == "tcp" for _, a in pairs)
                 else "."
@@ -251,10 +266,10 @@ def main():
     draw_sweep(rows, out / "sweep.png")
     print(f"raw: {out / 'results.jsonl'}  charts: {out / 'table.png'}, {out / 'sweep.png'}")
     # A device runs the tests of a kind (loopback, wire_*, nvme_*, pair_*; TCP only
-    # pair_tcp_*) or none of them (a wire device no loopback test; FERROCE_BENCH_SECTIONS may
+    # wire_tcp_*, wire_udp_* and pair_tcp_*) or none of them (a wire device no loopback test; FERROCE_BENCH_SECTIONS may
     # leave kinds out): a cell is missing where a device has figures of that kind but not this one.
     def kind(test):
-        kinds = ("wire_", "nvme_", "pair_tcp_", "pair_")
+        kinds = ("wire_tcp_", "wire_udp_", "wire_", "nvme_", "pair_tcp_", "pair_")
         return next((p for p in kinds if test.startswith(p)), "")
 
     ran = {(kind(t), d) for (t, _, _), cells in med.items() for d in cells}
