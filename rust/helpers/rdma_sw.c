@@ -15,6 +15,7 @@
 #include <linux/crc32.h>
 #include <linux/skbuff.h>
 #include <linux/timer.h>
+#include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/route.h>
@@ -164,10 +165,87 @@ struct sk_buff *rust_helper_rdma_wire_alloc(struct net_device *ndev, u32 len, u8
 }
 
 /*
- * Sends the IP packet @skb (its data starts with the IP header) through
- * @ndev, routed by the header's addresses. Consumes @skb.
+ * kernel::rdma::sw::wire::RouteCache: the route of a connection's IPv4
+ * packets, kept between them (per CPU); one destination per cache.
+ * dst_cache wants bottom halves off; senders run in any context but hard
+ * interrupts.  Per CPU, so charged to the QP owner's memory cgroup.
  */
-int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6)
+int rust_helper_rdma_route_cache_init(struct dst_cache *routes)
+{
+	return dst_cache_init(routes, GFP_KERNEL_ACCOUNT);
+}
+
+/*
+ * The route from @saddr to @daddr through @ndev: @routes' if it holds one
+ * from @saddr, else looked up (and kept in @routes, if any).
+ */
+static struct dst_entry *rdma_wire_route4(struct net *net, struct net_device *ndev,
+					  __be32 saddr, __be32 daddr,
+					  struct dst_cache *routes)
+{
+	struct flowi4 fl = {};
+	__be32 cached_saddr;
+	struct rtable *rt;
+
+	if (routes) {
+		local_bh_disable();
+		rt = dst_cache_get_ip4(routes, &cached_saddr);
+		local_bh_enable();
+		if (rt && cached_saddr == saddr)
+			return &rt->dst;
+		if (rt)
+			ip_rt_put(rt);
+	}
+	fl.flowi4_oif = ndev->ifindex;
+	fl.saddr = saddr;
+	fl.daddr = daddr;
+	fl.flowi4_proto = IPPROTO_UDP;
+	rt = ip_route_output_key(net, &fl);
+	if (IS_ERR(rt))
+		return ERR_CAST(rt);
+	if (routes) {
+		local_bh_disable();
+		dst_cache_set_ip4(routes, &rt->dst, saddr);
+		local_bh_enable();
+	}
+	return &rt->dst;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+/*
+ * The route from @saddr to @daddr through @ndev.  Not cached: an IPv6 route
+ * refers to its namespace's dst_ops, which a cache that outlived the
+ * namespace would free into.
+ */
+static struct dst_entry *rdma_wire_route6(struct net *net, struct net_device *ndev,
+					  const struct in6_addr *saddr,
+					  const struct in6_addr *daddr)
+{
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+	int err;
+
+	fl6.flowi6_oif = ndev->ifindex;
+	fl6.saddr = *saddr;
+	fl6.daddr = *daddr;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	dst = ip6_route_output(net, NULL, &fl6);
+	if (dst->error) {
+		err = dst->error;
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+	return dst;
+}
+#endif
+
+/*
+ * Sends the IP packet @skb (its data starts with the IP header) through
+ * @ndev, routed by the header's addresses (IPv4: with @routes, if not NULL).
+ * Consumes @skb.
+ */
+int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6,
+			       struct dst_cache *routes)
 {
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
@@ -181,41 +259,22 @@ int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, boo
 
 	if (!ipv6) {
 		const struct iphdr *iph = (const struct iphdr *)skb->data;
-		struct flowi4 fl = {};
-		struct rtable *rt;
 
-		fl.flowi4_oif = ndev->ifindex;
-		fl.saddr = iph->saddr;
-		fl.daddr = iph->daddr;
-		fl.flowi4_proto = IPPROTO_UDP;
-		rt = ip_route_output_key(net, &fl);
-		if (IS_ERR(rt)) {
-			kfree_skb(skb);
-			return PTR_ERR(rt);
-		}
-		dst = &rt->dst;
+		dst = rdma_wire_route4(net, ndev, iph->saddr, iph->daddr, routes);
 		skb->protocol = htons(ETH_P_IP);
 	} else {
 #if IS_ENABLED(CONFIG_IPV6)
 		const struct ipv6hdr *ip6h = (const struct ipv6hdr *)skb->data;
-		struct flowi6 fl6 = {};
 
-		fl6.flowi6_oif = ndev->ifindex;
-		fl6.saddr = ip6h->saddr;
-		fl6.daddr = ip6h->daddr;
-		fl6.flowi6_proto = IPPROTO_UDP;
-		dst = ip6_route_output(net, NULL, &fl6);
-		if (dst->error) {
-			err = dst->error;
-			dst_release(dst);
-			kfree_skb(skb);
-			return err;
-		}
+		dst = rdma_wire_route6(net, ndev, &ip6h->saddr, &ip6h->daddr);
 		skb->protocol = htons(ETH_P_IPV6);
 #else
-		kfree_skb(skb);
-		return -EAFNOSUPPORT;
+		dst = ERR_PTR(-EAFNOSUPPORT);
 #endif
+	}
+	if (IS_ERR(dst)) {
+		kfree_skb(skb);
+		return PTR_ERR(dst);
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;

@@ -18,7 +18,9 @@
 //! addresses in the IP header through the netdev and passes the packet to `ip_local_out`
 //! (`ip6_local_out`). Process or softirq context, not with interrupts disabled (the IP layer
 //! enables bottom halves again; such a call fails with `EINVAL` and a warning); no lock of
-//! this layer is held.
+//! this layer is held. A connection's packets all go the same way: its [`RouteCache`] keeps
+//! the route between them (IPv4), so that the routing tables are not searched for each
+//! packet.
 //!
 //! The port leaves the netdev when the netdev unregisters (the namespace may go after that); the
 //! driver drops the tunnel then, or with the device. Dropping waits for callbacks in flight.
@@ -33,6 +35,7 @@ use crate::{
     error::{code::*, from_err_ptr, to_result, Result},
     net::netdev::NetDevice,
     str::CStr,
+    types::Opaque,
 };
 use core::ptr::NonNull;
 
@@ -139,6 +142,49 @@ unsafe extern "C" fn receive<T: SoftDriver>(
     unsafe { bindings::rdma_wire_free(skb, consumed) };
 }
 
+/// The route of one connection's IPv4 packets, kept between them (`struct dst_cache`, per
+/// CPU): a packet sent with it takes the route found for an earlier one from the same source
+/// address, while the kernel has not made that route obsolete.
+///
+/// A cache serves one destination through one netdev: a connection whose destination changes
+/// takes a new cache (a route is not checked against the destination, whose next hop it may
+/// not be). IPv6 packets are routed each on their own: an IPv6 route refers to its namespace's
+/// tables, which a cache that outlived the namespace would free into. Any context but hard
+/// interrupts.
+///
+/// # Invariants
+///
+/// `cache` is initialised (`dst_cache_init`) and destroyed only on drop.
+pub struct RouteCache {
+    cache: Opaque<bindings::dst_cache>,
+}
+
+// SAFETY: `dst_cache` is used only through its API, which keeps one entry per CPU and is safe
+// from any thread (the helpers disable bottom halves around it).
+unsafe impl Send for RouteCache {}
+// SAFETY: As above.
+unsafe impl Sync for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache, charged to the caller's memory cgroup. Sleeps (per-CPU allocation).
+    pub fn new() -> Result<Self> {
+        let cache = Opaque::uninit();
+        // SAFETY: The slot is valid for writes. On failure nothing is left to free (and
+        // `Opaque` drops nothing); a `dst_cache` has no pointer to itself, so it may move.
+        to_result(unsafe { bindings::rdma_route_cache_init(cache.get()) })?;
+        // INVARIANT: Initialised above.
+        Ok(RouteCache { cache })
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        // SAFETY: Initialised (type invariant), destroyed once; `&mut self` means no packet is
+        // being sent with it.
+        unsafe { bindings::dst_cache_destroy(self.cache.get()) };
+    }
+}
+
 /// A packet being built for transmission: `len` bytes, zeroed, for the driver to fill from the
 /// IP header on.
 ///
@@ -183,17 +229,20 @@ impl TxPacket {
     }
 
     /// Routes the packet by the source and destination in its IP header (IPv6 if `ipv6`)
-    /// through `netdev` and sends it. The packet is gone either way.
-    pub fn send(mut self, netdev: &NetDevice, ipv6: bool) -> Result {
+    /// through `netdev`, taking the route of an IPv4 packet from `routes` if it holds one for
+    /// this source (and keeping it there), and sends it. The packet is gone either way.
+    pub fn send(mut self, netdev: &NetDevice, ipv6: bool, routes: Option<&RouteCache>) -> Result {
         let (need, version) = if ipv6 { (40, 6) } else { (20, 4) };
         if self.len < need || self.bytes_mut()[0] >> 4 != version {
             return Err(EINVAL);
         }
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
+        let routes = routes.map_or(core::ptr::null_mut(), |r| r.cache.get());
         // SAFETY: `skb` is ours and starts with an IP header of the family named, whole (the
-        // header's fields are the driver's business); the call consumes it.
-        to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6) })
+        // header's fields are the driver's business); the call consumes it. `routes` is null
+        // or an initialised cache that outlives the call.
+        to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6, routes) })
     }
 }
 

@@ -8,10 +8,11 @@ use kernel::{
     new_spinlock_irq,
     prelude::*,
     rdma::{
-        access, modify_is_ok, qp_mask as m, wr::SEND_INLINE, Mr, Mtu, Pd, Qp, QpAttr, QpCap,
-        QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr, UContext, Udata,
+        access, modify_is_ok, qp_mask as m, sw::wire::RouteCache, wr::SEND_INLINE, Mr, Mtu, Pd, Qp,
+        QpAttr, QpCap, QpEvent, QpInitAttr, QpState, QpToken, QpType, RecvWr, SendOp, SendWr,
+        UContext, Udata,
     },
-    sync::{barrier::smp_mb, Mutex, SpinLockIrq},
+    sync::{barrier::smp_mb, Arc, Mutex, SpinLockIrq},
 };
 
 use crate::{
@@ -70,6 +71,10 @@ pub(crate) struct QpShared {
     pub(crate) receiving: bool,
     /// The wire state of a connected QP whose peer is elsewhere (rc.rs).
     pub(crate) conn: rc::Conn,
+    /// The route of a connected QP's packets to its destination, kept between them; one per
+    /// address vector (a new one replaces it with the destination), so a cache never holds
+    /// another destination's route. `None` for UD and before an address vector is set.
+    pub(crate) routes: Option<Arc<RouteCache>>,
 }
 
 /// What is left to do once a QP's lock is dropped: tell its CQs, report events, kick the QP
@@ -289,6 +294,7 @@ pub(crate) fn create(
                 rnr_waiter: None,
                 receiving: false,
                 conn,
+                routes: None,
             },
             "ferroce:qp"
         ),
@@ -465,6 +471,13 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         (Some(av), true) => Some(qp.device().gid_is_local(1, &av.dgid)),
         _ => None,
     };
+    // A new destination gets a new route cache (it allocates, so not under the lock).
+    let routes = match (&attr.av, mask & m::AV != 0) {
+        (Some(_), true) if matches!(qp.data().qp_type(), QpType::Rc | QpType::Uc) => {
+            Some(Some(Arc::new(RouteCache::new()?, GFP_KERNEL)?))
+        }
+        _ => None,
+    };
     // And which QP of this device has the destination number now (for direct placement).
     let peer_serial = (mask & m::DEST_QPN != 0).then(|| {
         qp.device()
@@ -486,6 +499,9 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         return Err(EINVAL);
     }
     take_attrs(&mut st.attr, attr, mask);
+    // Packets built from now on go to the new destination, on its own route; those built
+    // before keep the old one. (The old cache is freed, if last, outside the lock.)
+    let old_routes = routes.map(|r| core::mem::replace(&mut st.routes, r));
     st.attr.qp_state = next;
     st.attr.cur_qp_state = next;
     set_conn(&mut st, mask);
@@ -500,6 +516,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         enter_state(qp, &mut st, cur, next, &mut after);
     }
     drop(st);
+    drop(old_routes);
     after.run(qp, qp.is_user());
     Ok(())
 }

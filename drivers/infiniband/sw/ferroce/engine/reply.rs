@@ -31,7 +31,8 @@
 use kernel::{
     alloc::KVec,
     prelude::*,
-    rdma::{access, AddressVector, Qp, QpState},
+    rdma::{access, sw::wire::RouteCache, AddressVector, Qp, QpState},
+    sync::Arc,
 };
 
 use crate::verbs::memory;
@@ -418,6 +419,8 @@ impl ReplyQueue {
 /// Where a responder's replies go, read under the lock.
 pub(crate) struct Back {
     av: AddressVector,
+    /// Where the QP keeps the way to `av` (`QpShared::routes`).
+    routes: Option<Arc<RouteCache>>,
     dest_qpn: u32,
     mtu: u32,
 }
@@ -427,6 +430,7 @@ impl Back {
     pub(crate) fn of(st: &QpShared, mtu: u32) -> Option<Back> {
         st.attr.av.map(|av| Back {
             av,
+            routes: st.routes.clone(),
             dest_qpn: st.attr.dest_qp_num,
             mtu,
         })
@@ -549,7 +553,9 @@ pub(crate) fn send(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
             ..Headers::default()
         },
     };
-    let _ = wire::transmit::<()>(dev, &netdev, &route, &h, 0, |_| Ok(()));
+    let _ = wire::transmit::<()>(dev, &netdev, back.routes.as_deref(), &route, &h, 0, |_| {
+        Ok(())
+    });
 }
 
 /// Sends the packets of a READ response part, the data read through the rkey again (it may
@@ -582,7 +588,15 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
             ..Headers::default()
         };
         let fill = |out: &mut [u8]| from.gather(out);
-        match wire::transmit(dev, &netdev, &route, &h, chunk as usize, fill) {
+        match wire::transmit(
+            dev,
+            &netdev,
+            back.routes.as_deref(),
+            &route,
+            &h,
+            chunk as usize,
+            fill,
+        ) {
             Ok(()) => {}
             // `from` did not move past this packet's bytes: the part ends here, as if the
             // rest were lost on the wire; the requester asks again for what is missing.
@@ -596,7 +610,15 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
                     }),
                     ..Headers::default()
                 };
-                let _ = wire::transmit::<()>(dev, &netdev, &route, &n, 0, |_| Ok(()));
+                let _ = wire::transmit::<()>(
+                    dev,
+                    &netdev,
+                    back.routes.as_deref(),
+                    &route,
+                    &n,
+                    0,
+                    |_| Ok(()),
+                );
                 dev.data().counters.add(Stat::Naks, 1);
                 return false;
             }

@@ -11,7 +11,10 @@
 
 use kernel::{
     net::netdev::NetDevice,
-    rdma::{sw::wire::TxPacket, AddressVector, Device, Network, Qp},
+    rdma::{
+        sw::wire::{RouteCache, TxPacket},
+        AddressVector, Device, Network, Qp,
+    },
 };
 
 use crate::{
@@ -64,10 +67,11 @@ pub(crate) enum TxError<E> {
 }
 
 /// Builds a packet with the headers `h` and `payload_len` bytes that `fill` writes, and sends
-/// it through `netdev` to `route`.
+/// it through `netdev` to `route`, on the way `routes` keeps (a connected QP's).
 pub(crate) fn transmit<E>(
     dev: &Device<Ferroce>,
     netdev: &NetDevice,
+    routes: Option<&RouteCache>,
     route: &Route,
     h: &Headers,
     payload_len: usize,
@@ -85,7 +89,7 @@ pub(crate) fn transmit<E>(
     packet::finish_with(buf, kernel::rdma::sw::wire::crc32_le).ok_or(TxError::Lost)?;
     dev.data().counters.add(Stat::SentPkts, 1);
     // A packet the network drops is recovered as a lost one.
-    let _ = skb.send(netdev, !route.ipv4);
+    let _ = skb.send(netdev, !route.ipv4, routes);
     Ok(())
 }
 
@@ -148,7 +152,7 @@ pub(crate) fn send_datagram(
         }
         Source::Walk(w) => w.gather(out),
     };
-    match transmit(dev, &netdev, &r, &h, len as usize, fill) {
+    match transmit(dev, &netdev, None, &r, &h, len as usize, fill) {
         Ok(()) | Err(TxError::Lost) => Ok(()),
         // The sender's memory went away under the copy.
         Err(TxError::Fill(_)) => Err(WcStatus::LocProtErr),

@@ -10,7 +10,8 @@
 use kernel::{
     net::netdev::NetDevice,
     prelude::*,
-    rdma::{Device, Qp, QpState},
+    rdma::{sw::wire::RouteCache, Device, Qp, QpState},
+    sync::Arc,
 };
 
 use crate::{
@@ -81,6 +82,8 @@ pub(super) fn parse_message<'a>(
 /// What one turn of the executor needs, read under the lock.
 pub(crate) struct Turn {
     route: Route,
+    /// Where the QP keeps `route`'s way through the IP layer (`QpShared::routes`).
+    routes: Option<Arc<RouteCache>>,
     dest_qpn: u32,
     mtu: u32,
     psn: u32,
@@ -109,6 +112,7 @@ impl Turn {
     ) -> Turn {
         Turn {
             route: wire::route(av, wire::src_port(qp.qp_num(), st.attr.dest_qp_num)),
+            routes: st.routes.clone(),
             dest_qpn: st.attr.dest_qp_num,
             mtu,
             psn: 0,
@@ -429,6 +433,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Sent, W
     let tx = Tx {
         dev,
         netdev: &netdev,
+        routes: t.routes.as_deref(),
         t,
         transport: if uc { opcode::UC } else { opcode::RC },
     };
@@ -445,12 +450,31 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Sent, W
 struct Tx<'a> {
     dev: &'a Device<Ferroce>,
     netdev: &'a NetDevice,
+    routes: Option<&'a RouteCache>,
     t: &'a Turn,
     /// The transport's opcode bits (RC or UC).
     transport: u8,
 }
 
 impl Tx<'_> {
+    /// Sends a packet of the turn: the headers `h` and `len` payload bytes that `fill` writes.
+    fn transmit<E>(
+        &self,
+        h: &Headers,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<(), TxError<E>> {
+        wire::transmit(
+            self.dev,
+            self.netdev,
+            self.routes,
+            &self.t.route,
+            h,
+            len,
+            fill,
+        )
+    }
+
     fn bth(&self, opcode: u8, psn: u32, ack_req: bool, se: bool) -> Bth {
         Bth {
             opcode: self.transport | opcode,
@@ -467,7 +491,6 @@ impl Tx<'_> {
 /// A request a response answers, in one packet: a READ request (for the READ's bytes
 /// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
 fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
-    let t = tx.t;
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
         (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
             (read_request(tx, m.len, remote_addr, rkey), &[])
@@ -500,7 +523,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
         out.copy_from_slice(payload.get(..out.len()).ok_or(Fault::Source)?);
         Ok(())
     };
-    match wire::transmit(tx.dev, tx.netdev, &t.route, &h, payload.len(), fill) {
+    match tx.transmit(&h, payload.len(), fill) {
         Ok(()) => Ok(Sent::Whole),
         Err(TxError::Lost) => Ok(Sent::Lost),
         Err(TxError::Fill(_)) => Err(WcStatus::LocProtErr),
@@ -612,7 +635,7 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcS
             }
             None => walk.gather(out),
         };
-        match wire::transmit(tx.dev, tx.netdev, &t.route, &h, chunk as usize, fill) {
+        match tx.transmit(&h, chunk as usize, fill) {
             Ok(()) => {}
             // The walk did not move past this packet's bytes: the turn ends here (a later
             // packet sent from this walk would carry these bytes, which a responder that
