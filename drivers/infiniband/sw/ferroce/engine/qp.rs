@@ -474,7 +474,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     // A new destination gets a new route cache (it allocates, so not under the lock).
     let routes = match (&attr.av, mask & m::AV != 0) {
         (Some(_), true) if matches!(qp.data().qp_type(), QpType::Rc | QpType::Uc) => {
-            Some(Some(Arc::new(RouteCache::new()?, GFP_KERNEL)?))
+            Some(Arc::new(RouteCache::new()?, GFP_KERNEL)?)
         }
         _ => None,
     };
@@ -501,7 +501,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
     take_attrs(&mut st.attr, attr, mask);
     // Packets built from now on go to the new destination, on its own route; those built
     // before keep the old one. (The old cache is freed, if last, outside the lock.)
-    let old_routes = routes.map(|r| core::mem::replace(&mut st.routes, r));
+    let old_routes = routes.map(|r| st.routes.replace(r));
     st.attr.qp_state = next;
     st.attr.cur_qp_state = next;
     set_conn(&mut st, mask);
