@@ -274,7 +274,11 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
         // Not sent: the next packet out of sequence may NAK again.
         st.conn.nak_sent = false;
     }
-    let back = reply::Back::of(st, mtu);
+    // Where a reply goes, read only for one sent now (most packets are not answered one by one).
+    let back = match offer {
+        Offer::Now(_) => reply::Back::of(st, mtu),
+        _ => None,
+    };
     drop(guard);
     after.run(qp, false);
     match offer {
