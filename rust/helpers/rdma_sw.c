@@ -15,10 +15,13 @@
 #include <linux/crc32.h>
 #include <linux/skbuff.h>
 #include <linux/timer.h>
+#include <linux/udp.h>
 #include <net/dst_cache.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
 #include <net/route.h>
+#include <net/udp.h>
 #include <net/udp_tunnel.h>
 #include <rdma/roce_udp.h>
 
@@ -240,12 +243,68 @@ static struct dst_entry *rdma_wire_route6(struct net *net, struct net_device *nd
 #endif
 
 /*
+ * Makes @skb, an IP packet of @ipv6's family carrying UDP (its data starts
+ * with the IP header), a UDP GSO datagram that the stack cuts into pieces of
+ * @gso_size bytes after the UDP header, the last one shorter or as long, as
+ * a UDP socket's UDP_SEGMENT sends (udp_send_skb): each piece gets its own
+ * lengths, UDP checksum and (IPv4) identification.  At least two pieces,
+ * at most UDP_MAX_SEGMENTS.
+ */
+static int rdma_wire_train(struct sk_buff *skb, bool ipv6, u32 gso_size)
+{
+	unsigned int ip = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int ulen, segs;
+	struct udphdr *uh;
+
+	if (skb->len < ip + sizeof(*uh) || skb_headlen(skb) != skb->len)
+		return -EINVAL;
+	if (ipv6) {
+		if (((const struct ipv6hdr *)skb->data)->nexthdr != IPPROTO_UDP)
+			return -EINVAL;
+	} else {
+		const struct iphdr *iph = (const struct iphdr *)skb->data;
+
+		if (iph->ihl != 5 || iph->protocol != IPPROTO_UDP)
+			return -EINVAL;
+	}
+	uh = (struct udphdr *)(skb->data + ip);
+	ulen = skb->len - ip;
+	if (!gso_size || ulen <= sizeof(*uh) + gso_size || ntohs(uh->len) != ulen)
+		return -EINVAL;
+	segs = DIV_ROUND_UP(ulen - sizeof(*uh), gso_size);
+	if (segs > UDP_MAX_SEGMENTS)
+		return -EINVAL;
+	skb_shinfo(skb)->gso_size = gso_size;
+	skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+	skb_shinfo(skb)->gso_segs = segs;
+	/* GSO needs the checksum offloaded: the pseudo-header sum goes in first. */
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = (unsigned char *)uh - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	if (ipv6) {
+#if IS_ENABLED(CONFIG_IPV6)
+		const struct ipv6hdr *ip6h = (const struct ipv6hdr *)skb->data;
+
+		uh->check = ~udp_v6_check(ulen, &ip6h->saddr, &ip6h->daddr, 0);
+#else
+		return -EAFNOSUPPORT;
+#endif
+	} else {
+		const struct iphdr *iph = (const struct iphdr *)skb->data;
+
+		uh->check = ~udp_v4_check(ulen, iph->saddr, iph->daddr, 0);
+	}
+	return 0;
+}
+
+/*
  * Sends the IP packet @skb (its data starts with the IP header) through
- * @ndev, routed by the header's addresses (IPv4: with @routes, if not NULL).
+ * @ndev, routed by the header's addresses (IPv4: with @routes, if not NULL);
+ * if @gso_size is not 0, as a train the stack cuts (rdma_wire_train).
  * Consumes @skb.
  */
 int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6,
-			       struct dst_cache *routes)
+			       struct dst_cache *routes, u32 gso_size)
 {
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
@@ -255,6 +314,13 @@ int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, boo
 	if (WARN_ON_ONCE(in_hardirq() || irqs_disabled())) {
 		kfree_skb(skb);
 		return -EINVAL;
+	}
+	if (gso_size) {
+		err = rdma_wire_train(skb, ipv6, gso_size);
+		if (err) {
+			kfree_skb(skb);
+			return err;
+		}
 	}
 
 	if (!ipv6) {

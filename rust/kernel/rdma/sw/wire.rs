@@ -16,7 +16,8 @@
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
 //! included), writes every byte of it, and calls [`TxPacket::send`], which routes by the
 //! addresses in the IP header through the netdev and passes the packet to `ip_local_out`
-//! (`ip6_local_out`). Process or softirq context, not with interrupts disabled (the IP layer
+//! (`ip6_local_out`). [`TxPacket::send_train`] sends a UDP datagram of several packets that
+//! the stack cuts apart (UDP segmentation offload), crossing it once for all of them. Process or softirq context, not with interrupts disabled (the IP layer
 //! enables bottom halves again; such a call fails with `EINVAL` and a warning); no lock of
 //! this layer is held. A connection's packets all go the same way: its [`RouteCache`] keeps
 //! the route between them (IPv4), so that the routing tables are not searched for each
@@ -231,7 +232,43 @@ impl TxPacket {
     /// Routes the packet by the source and destination in its IP header (IPv6 if `ipv6`)
     /// through `netdev`, taking the route of an IPv4 packet from `routes` if it holds one for
     /// this source (and keeping it there), and sends it. The packet is gone either way.
-    pub fn send(mut self, netdev: &NetDevice, ipv6: bool, routes: Option<&RouteCache>) -> Result {
+    pub fn send(self, netdev: &NetDevice, ipv6: bool, routes: Option<&RouteCache>) -> Result {
+        self.transmit(netdev, ipv6, routes, 0)
+    }
+
+    /// Sends the packet as [`TxPacket::send`] does, as a train: a UDP datagram that the IP
+    /// stack cuts into one IP packet per `segment` bytes after the UDP header (the last piece
+    /// shorter or as long), as it cuts a UDP socket's `UDP_SEGMENT` sends. Each piece carries
+    /// a copy of the IP and UDP headers with its own lengths and UDP checksum and, over IPv4,
+    /// the identification of the datagram plus the piece's index. The stack is crossed once
+    /// for all the pieces (if the netdev cuts in hardware, or a veth passes the datagram whole,
+    /// the receiving stack cuts it before its UDP socket).
+    ///
+    /// The driver writes the IP header (without options) and the UDP header with the lengths
+    /// of the whole datagram; the UDP checksum is the layer's. `EINVAL` (the packet is gone):
+    /// not UDP, lengths that disagree, fewer than two pieces or more than the kernel cuts.
+    pub fn send_train(
+        self,
+        netdev: &NetDevice,
+        ipv6: bool,
+        routes: Option<&RouteCache>,
+        segment: usize,
+    ) -> Result {
+        let segment = u32::try_from(segment)
+            .ok()
+            .filter(|&s| s != 0)
+            .ok_or(EINVAL)?;
+        self.transmit(netdev, ipv6, routes, segment)
+    }
+
+    /// Sends the packet, as a train of pieces of `segment` bytes unless that is 0.
+    fn transmit(
+        mut self,
+        netdev: &NetDevice,
+        ipv6: bool,
+        routes: Option<&RouteCache>,
+        segment: u32,
+    ) -> Result {
         let (need, version) = if ipv6 { (40, 6) } else { (20, 4) };
         if self.len < need || self.bytes_mut()[0] >> 4 != version {
             return Err(EINVAL);
@@ -239,10 +276,11 @@ impl TxPacket {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
         let routes = routes.map_or(core::ptr::null_mut(), |r| r.cache.get());
-        // SAFETY: `skb` is ours and starts with an IP header of the family named, whole (the
-        // header's fields are the driver's business); the call consumes it. `routes` is null
-        // or an initialised cache that outlives the call.
-        to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6, routes) })
+        // SAFETY: `skb` is ours, linear, and starts with an IP header of the family named,
+        // whole (the header's fields are the driver's business, but for what the helper checks
+        // before cutting a train); the call consumes it. `routes` is null or an initialised
+        // cache that outlives the call.
+        to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6, routes, segment) })
     }
 }
 
