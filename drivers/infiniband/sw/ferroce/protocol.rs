@@ -18,5 +18,6 @@ pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod psn;
 pub(crate) mod refusal;
+pub(crate) mod train;
 pub(crate) mod transport;
 pub(crate) mod wqe;

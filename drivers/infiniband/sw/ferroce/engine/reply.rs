@@ -558,9 +558,9 @@ pub(crate) fn send(qp: &Qp<Ferroce>, back: &Back, reply: Reply) {
     });
 }
 
-/// Sends the packets of a READ response part, the data read through the rkey again (it may
-/// have been deregistered since the request was checked: then a NAK goes instead, and this
-/// returns `false`).
+/// Sends the packets of a READ response part (in trains where they can go so), the data read
+/// through the rkey again (it may have been deregistered since the request was checked: then a
+/// NAK goes instead, and this returns `false`).
 fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
     let dev = qp.device();
     let Some(netdev) = dev.data().netdev() else {
@@ -569,10 +569,14 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
     let route = wire::route(&back.av, wire::src_port(qp.qp_num(), back.dest_qpn));
     let remote = memory::one_sge(r.va, r.left.into(), r.rkey);
     let mut from = Walk::remote(qp, access::REMOTE_READ, &remote);
-    let (mut left, mut p, mut mid) = (r.left, r.psn, r.mid);
-    for _ in 0..r.pkts {
+    // The part's packets, within what is left of the READ (a READ of no bytes is one packet).
+    let count = r.pkts.min(r.left.div_ceil(back.mtu).max(1)) as usize;
+    // The `n`-th packet of the part: its headers and payload length.
+    let packet = |n: usize| -> (Headers, usize) {
+        let n = n as u32;
+        let left = r.left - n * back.mtu;
         let chunk = back.mtu.min(left);
-        let (f, l) = (!mid, chunk == left);
+        let (f, l) = (!r.mid && n == 0, chunk == left);
         let opc = match (f, l) {
             (true, true) => op::RDMA_READ_RESPONSE_ONLY,
             (true, false) => op::RDMA_READ_RESPONSE_FIRST,
@@ -580,55 +584,53 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
             (false, true) => op::RDMA_READ_RESPONSE_LAST,
         };
         let h = Headers {
-            bth: bth(back, opc, p),
+            bth: bth(back, opc, psn::add(r.psn, n)),
             aeth: (f || l).then_some(Aeth {
                 syndrome: ack_syndrome(),
                 msn: r.msn,
             }),
             ..Headers::default()
         };
-        let fill = |out: &mut [u8]| from.gather(out);
-        match wire::transmit(
-            dev,
-            &netdev,
-            back.routes.as_deref(),
-            &route,
-            &h,
-            chunk as usize,
-            fill,
-        ) {
+        (h, chunk as usize)
+    };
+    // The packet whose data could not be read.
+    let mut fault = None;
+    let mut fill = |n: usize, out: &mut [u8]| from.gather(out).inspect_err(|_| fault = Some(n));
+    let mut n = 0;
+    while n < count {
+        let cars = wire::cars(&route, n, count, packet).max(1);
+        let routes = back.routes.as_deref();
+        let sent = if cars > 1 {
+            let p = |i| packet(n + i);
+            wire::transmit_train(dev, &netdev, routes, &route, cars, p, |i, out| {
+                fill(n + i, out)
+            })
+        } else {
+            let (h, len) = packet(n);
+            wire::transmit(dev, &netdev, routes, &route, &h, len, |out| fill(n, out))
+        };
+        match sent {
             Ok(()) => {}
-            // `from` did not move past this packet's bytes: the part ends here, as if the
-            // rest were lost on the wire; the requester asks again for what is missing.
+            // Nothing from this packet on was sent (and `from` may be anywhere in their
+            // bytes): the part ends here, as if the rest were lost on the wire; the requester
+            // asks again for what is missing.
             Err(TxError::Lost) => return true,
             Err(TxError::Fill(_)) => {
+                let at = psn::add(r.psn, fault.unwrap_or(n) as u32);
                 let n = Headers {
-                    bth: bth(back, op::ACKNOWLEDGE, p),
+                    bth: bth(back, op::ACKNOWLEDGE, at),
                     aeth: Some(Aeth {
                         syndrome: Syndrome::Nak(NakCode::RemoteAccessError).to_byte(),
                         msn: r.msn,
                     }),
                     ..Headers::default()
                 };
-                let _ = wire::transmit::<()>(
-                    dev,
-                    &netdev,
-                    back.routes.as_deref(),
-                    &route,
-                    &n,
-                    0,
-                    |_| Ok(()),
-                );
+                let _ = wire::transmit::<()>(dev, &netdev, routes, &route, &n, 0, |_| Ok(()));
                 dev.data().counters.add(Stat::Naks, 1);
                 return false;
             }
         }
-        left -= chunk;
-        p = psn::add(p, 1);
-        mid = true;
-        if l {
-            break;
-        }
+        n += cars;
     }
     true
 }

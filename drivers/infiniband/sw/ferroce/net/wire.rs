@@ -4,7 +4,9 @@
 //!
 //! Transmission builds each packet whole in an skb (`packet.rs` writes the headers and the
 //! ICRC; the payload is copied straight from the sender's memory into it) and hands it to the
-//! IP layer, from whatever context the data path runs in, with no lock held. Reception runs in
+//! IP layer, from whatever context the data path runs in, with no lock held. Packets of one
+//! connection that follow each other go as trains where they can (`train.rs`): one datagram
+//! that crosses the IP stack once and is cut into standard RoCEv2 packets by it. Reception runs in
 //! the UDP socket's softirq: a packet is parsed and checked (lengths, ICRC, opcode, P_Key),
 //! its QP found by number, and passed to the datagram receiver here or to the connected
 //! engine (`rc.rs`).
@@ -24,6 +26,7 @@ use crate::{
         eth::Deth,
         opcode::{self, op},
         packet::{self, Headers, Route},
+        train::{self, Train},
     },
     verbs::{
         device::Ferroce,
@@ -90,6 +93,76 @@ pub(crate) fn transmit<E>(
     dev.data().counters.add(Stat::SentPkts, 1);
     // A packet the network drops is recovered as a lost one.
     let _ = skb.send(netdev, !route.ipv4, routes);
+    Ok(())
+}
+
+/// Bytes of a train's datagram at most: its skb (the datagram, the netdev's headroom and the
+/// skb's shared info) then fits an order-3 allocation (32 KiB), which atomic context gets
+/// far more often than the order-4 a full 64 KiB datagram would need: 31 packets of a 1024
+/// byte path MTU, 7 of 4096.
+pub(crate) const TRAIN_BYTES: usize = 32 * 1024 - 384;
+
+/// How many of the packets `packet` describes (headers and payload length of the `i`-th, for
+/// `i` from `from` to `to - 1`) go in the next train on `route` ([`train::cars`]): 1 if the
+/// next goes alone.
+pub(crate) fn cars(
+    route: &Route,
+    from: usize,
+    to: usize,
+    packet: impl Fn(usize) -> (Headers, usize),
+) -> usize {
+    let body = |i| {
+        let (h, len) = packet(i);
+        // A packet with no layout goes alone (and is refused by `transmit`).
+        packet::body_len(h.bth.opcode, len).unwrap_or(0)
+    };
+    train::cars(route, (from..to).map(body), TRAIN_BYTES)
+}
+
+/// Sends the `count` packets `packet` describes (headers and payload length of the `i`-th) as
+/// one train through `netdev` to `route` (see [`transmit`]), the payload of the `i`-th written
+/// by `fill(i, ..)`, in order; `count` as [`cars`] planned it. Without memory for the train
+/// they go one by one. `Lost`: a packet could not be built, and neither it nor the rest was
+/// sent (`fill` may have run for some of them).
+pub(crate) fn transmit_train<E>(
+    dev: &Device<Ferroce>,
+    netdev: &NetDevice,
+    routes: Option<&RouteCache>,
+    route: &Route,
+    count: usize,
+    packet: impl Fn(usize) -> (Headers, usize),
+    mut fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+) -> Result<(), TxError<E>> {
+    let body = |i| {
+        let (h, len) = packet(i);
+        packet::body_len(h.bth.opcode, len).ok_or(TxError::Lost)
+    };
+    let train = Train::new(route, body(0)?, count, body(count.wrapping_sub(1))?);
+    let train = train.ok_or(TxError::Lost)?;
+    let Ok(mut skb) = TxPacket::new(netdev, train.len()) else {
+        for i in 0..count {
+            let (h, len) = packet(i);
+            transmit(dev, netdev, routes, route, &h, len, |out| fill(i, out))?;
+        }
+        return Ok(());
+    };
+    let buf = skb.bytes_mut();
+    train.write_head(buf).ok_or(TxError::Lost)?;
+    for i in 0..count {
+        let (h, len) = packet(i);
+        let car = train.body_mut(buf, i).ok_or(TxError::Lost)?;
+        let at = packet::write_transport(car, &h, len).ok_or(TxError::Lost)?;
+        let payload = car.get_mut(at..at + len).ok_or(TxError::Lost)?;
+        fill(i, payload).map_err(TxError::Fill)?;
+        train
+            .seal(buf, i, kernel::rdma::sw::wire::crc32_le)
+            .ok_or(TxError::Lost)?;
+    }
+    let counters = &dev.data().counters;
+    counters.add(Stat::SentPkts, train.count() as u64);
+    counters.add(Stat::SentTrains, 1);
+    // A train the network drops is recovered as lost packets are.
+    let _ = skb.send_train(netdev, !route.ipv4, routes, train.segment());
     Ok(())
 }
 

@@ -66,14 +66,35 @@ pub(crate) type Update = fn(u32, &[u8]) -> u32;
 
 /// [`compute`] with the CRC step `update`.
 pub(crate) fn compute_with(packet: &[u8], update: Update) -> Option<u32> {
-    let ip = match packet.first()? >> 4 {
-        4 if packet[0] & 0xf == 5 => IPV4_BYTES,
-        6 => IPV6_BYTES,
-        _ => return None,
-    };
+    let ip = ip_bytes(packet)?;
+    let (ip_udp, body) = (packet.get(..ip + UDP_BYTES)?, &packet[ip + UDP_BYTES..]);
+    compute_parts(ip_udp, body, update)
+}
+
+/// Bytes of the IP header `packet` starts with (IPv4 without options, or IPv6); `None` if it
+/// is not IP.
+fn ip_bytes(packet: &[u8]) -> Option<usize> {
+    match packet.first()? >> 4 {
+        4 if packet[0] & 0xf == 5 => Some(IPV4_BYTES),
+        6 => Some(IPV6_BYTES),
+        _ => None,
+    }
+}
+
+/// The ICRC of a packet given in two parts: `ip_udp`, its IP and UDP headers, and `body`, the
+/// BTH and the rest up to the end of the pad (without the ICRC). A packet of a train has no
+/// IP and UDP header of its own until the IP stack cuts the train: its ICRC is computed over
+/// the headers it will carry (`train.rs`). `None` if the headers are not IP and UDP, or the
+/// body is shorter than a BTH.
+pub(crate) fn compute_parts(ip_udp: &[u8], body: &[u8], update: Update) -> Option<u32> {
+    let ip = ip_bytes(ip_udp)?;
     let masked_len = ip + UDP_BYTES + BTH_BYTES;
+    if ip_udp.len() != ip + UDP_BYTES {
+        return None;
+    }
     let mut masked = [0u8; IPV6_BYTES + UDP_BYTES + BTH_BYTES];
-    masked[..masked_len].copy_from_slice(packet.get(..masked_len)?);
+    masked[..ip + UDP_BYTES].copy_from_slice(ip_udp);
+    masked[ip + UDP_BYTES..masked_len].copy_from_slice(body.get(..BTH_BYTES)?);
     if ip == IPV4_BYTES {
         masked[1] = 0xff; // TOS
         masked[8] = 0xff; // TTL
@@ -91,7 +112,7 @@ pub(crate) fn compute_with(packet: &[u8], update: Update) -> Option<u32> {
     masked[ip + UDP_BYTES + 4] = 0xff; // BTH: FECN, BECN, resv6
     let seed = update(0xffff_ffff, &[0xff; 8]);
     let crc = update(seed, &masked[..masked_len]);
-    Some(!update(crc, &packet[masked_len..]))
+    Some(!update(crc, &body[BTH_BYTES..]))
 }
 
 /// Whether `packet` (IP header to the end, ICRC included) carries a correct ICRC.

@@ -143,21 +143,43 @@ fn ip_bytes(ipv4: bool) -> usize {
     }
 }
 
-/// Bytes of the packet `opcode` with `payload_len` bytes of payload makes on `route`: IP, UDP,
-/// BTH and extended headers, payload, pad and ICRC. `None` if the opcode has no layout, its
-/// layout carries no payload and `payload_len` is not 0, or the packet exceeds the 64 KiB the
-/// IP and UDP length fields can say.
-pub(crate) fn packet_len(route: &Route, opcode: u8, payload_len: usize) -> Option<usize> {
+/// Bytes from the BTH to the end of the ICRC of the packet `opcode` with `payload_len` bytes
+/// of payload: BTH and extended headers, payload, pad and ICRC (what follows the UDP header).
+/// `None` if the opcode has no layout, or its layout carries no payload and `payload_len` is
+/// not 0.
+pub(crate) fn body_len(opcode: u8, payload_len: usize) -> Option<usize> {
     let layout = opcode::layout(opcode)?;
     if !layout.payload && payload_len != 0 {
         return None;
     }
-    let udp_len = (UDP_BYTES + layout.header_bytes() + pad_of(payload_len) + ICRC_BYTES)
-        .checked_add(payload_len)?;
+    (layout.header_bytes() + pad_of(payload_len) + ICRC_BYTES).checked_add(payload_len)
+}
+
+/// Bytes of an IP packet with `body` bytes after its UDP header on `route` (IP header
+/// included); `None` beyond the 64 KiB the IP and UDP length fields can say.
+pub(crate) fn ip_len(route: &Route, body: usize) -> Option<usize> {
+    let udp_len = body.checked_add(UDP_BYTES)?;
     let len = udp_len.checked_add(ip_bytes(route.ipv4))?;
     // IPv4 counts its header in its total length; IPv6 and UDP do not count the IP header.
     let field = if route.ipv4 { len } else { udp_len };
     (field <= usize::from(u16::MAX)).then_some(len)
+}
+
+/// Bytes of the IP and UDP headers on `route`: where the BTH starts.
+pub(crate) fn ip_udp_len(route: &Route) -> usize {
+    ip_bytes(route.ipv4) + UDP_BYTES
+}
+
+/// Bytes of the packet `opcode` with `payload_len` bytes of payload makes on `route`: IP, UDP,
+/// BTH and extended headers, payload, pad and ICRC. `None` if [`body_len`] refuses it or the
+/// packet exceeds the 64 KiB the IP and UDP length fields can say.
+pub(crate) fn packet_len(route: &Route, opcode: u8, payload_len: usize) -> Option<usize> {
+    ip_len(route, body_len(opcode, payload_len)?)
+}
+
+/// `buf` split at `at`; `None` if it is shorter.
+fn split_mut(buf: &mut [u8], at: usize) -> Option<(&mut [u8], &mut [u8])> {
+    (at <= buf.len()).then(|| buf.split_at_mut(at))
 }
 
 /// Copies `bytes` to `buf` at `*at` and moves `*at` past them.
@@ -187,11 +209,22 @@ pub(crate) fn write_headers(
     payload_len: usize,
 ) -> Option<usize> {
     let len = packet_len(route, h.bth.opcode, payload_len)?;
-    let layout = opcode::layout(h.bth.opcode)?;
-    if buf.len() != len || h.present() != layout.headers {
+    if buf.len() != len {
         return None;
     }
+    let (ip_udp, body) = split_mut(buf, ip_udp_len(route))?;
+    write_ip_udp(ip_udp, route, route.ip_id, len)?;
+    Some(ip_udp.len() + write_transport(body, h, payload_len)?)
+}
+
+/// Writes the IP and UDP headers of an IP packet of `len` bytes on `route` with the IPv4
+/// identification `ip_id` into `buf` (exactly [`ip_udp_len`] bytes; see [`write_headers`]).
+/// The IPv4 header checksum and the UDP checksum are left 0.
+pub(crate) fn write_ip_udp(buf: &mut [u8], route: &Route, ip_id: u16, len: usize) -> Option<()> {
     let ip = ip_bytes(route.ipv4);
+    if buf.len() != ip + UDP_BYTES || ip_len(route, len.checked_sub(ip + UDP_BYTES)?)? != len {
+        return None;
+    }
     let udp_len = u16::try_from(len - ip).ok()?;
     if route.ipv4 {
         let ip_header = buf.first_chunk_mut::<IPV4_BYTES>()?;
@@ -199,7 +232,7 @@ pub(crate) fn write_headers(
         ip_header[0] = 0x45; // version 4, 5 words of header
         ip_header[1] = route.traffic_class;
         ip_header[2..4].copy_from_slice(&u16::try_from(len).ok()?.to_be_bytes());
-        ip_header[4..6].copy_from_slice(&route.ip_id.to_be_bytes());
+        ip_header[4..6].copy_from_slice(&ip_id.to_be_bytes());
         ip_header[6] = 0x40; // don't fragment
         ip_header[8] = route.hop_limit;
         ip_header[9] = IPPROTO_UDP;
@@ -220,34 +253,45 @@ pub(crate) fn write_headers(
     put(buf, &mut at, &route.src_port.to_be_bytes())?;
     put(buf, &mut at, &ROCE_UDP_PORT.to_be_bytes())?;
     put(buf, &mut at, &udp_len.to_be_bytes())?;
-    put(buf, &mut at, &[0, 0])?;
+    put(buf, &mut at, &[0, 0])
+}
+
+/// Writes the BTH and the extended headers of the packet `h` with `payload_len` bytes of
+/// payload into `body`, which must be exactly [`body_len`] bytes long (what follows the UDP
+/// header), and returns where in `body` the payload goes (see [`write_headers`]).
+pub(crate) fn write_transport(body: &mut [u8], h: &Headers, payload_len: usize) -> Option<usize> {
+    let layout = opcode::layout(h.bth.opcode)?;
+    if body.len() != body_len(h.bth.opcode, payload_len)? || h.present() != layout.headers {
+        return None;
+    }
+    let mut at = 0;
     let bth = Bth {
         pad: pad_of(payload_len) as u8,
         tver: 0,
         ..h.bth
     };
-    put(buf, &mut at, &bth.to_bytes())?;
+    put(body, &mut at, &bth.to_bytes())?;
     // In wire order (IBTA 9.3); `present() == layout.headers` made sure each is there.
     if let Some(d) = h.deth {
-        put(buf, &mut at, &d.to_bytes())?;
+        put(body, &mut at, &d.to_bytes())?;
     }
     if let Some(r) = h.reth {
-        put(buf, &mut at, &r.to_bytes())?;
+        put(body, &mut at, &r.to_bytes())?;
     }
     if let Some(a) = h.atomic_eth {
-        put(buf, &mut at, &a.to_bytes())?;
+        put(body, &mut at, &a.to_bytes())?;
     }
     if let Some(a) = h.aeth {
-        put(buf, &mut at, &a.to_bytes())?;
+        put(body, &mut at, &a.to_bytes())?;
     }
     if let Some(v) = h.atomic_ack {
-        put(buf, &mut at, &v.to_be_bytes())?;
+        put(body, &mut at, &v.to_be_bytes())?;
     }
     if let Some(v) = h.imm {
-        put(buf, &mut at, &v.to_be_bytes())?;
+        put(body, &mut at, &v.to_be_bytes())?;
     }
     if let Some(v) = h.ieth {
-        put(buf, &mut at, &v.to_be_bytes())?;
+        put(body, &mut at, &v.to_be_bytes())?;
     }
     Some(at)
 }
@@ -375,15 +419,13 @@ pub(crate) fn finish_with(buf: &mut [u8], crc: icrc::Update) -> Option<()> {
     if f.len != buf.len() {
         return None;
     }
-    let body = f.len - ICRC_BYTES;
-    buf.get_mut(body - usize::from(bth.pad)..body)?.fill(0);
     if f.ipv4 {
         buf.get_mut(10..12)?.fill(0);
         let sum = grh::ipv4_checksum(buf.get(..IPV4_BYTES)?);
         buf.get_mut(10..12)?.copy_from_slice(&sum.to_be_bytes());
     }
-    let icrc = icrc::compute_with(buf.get(..body)?, crc)?;
-    buf.get_mut(body..)?.copy_from_slice(&icrc.to_le_bytes());
+    let (ip_udp, body) = split_mut(buf, f.bth())?;
+    seal(ip_udp, body, bth.pad, crc)?;
     if !f.ipv4 {
         let check = f.ip + 6;
         buf.get_mut(check..check + 2)?.fill(0);
@@ -400,6 +442,18 @@ pub(crate) fn finish_with(buf: &mut [u8], crc: icrc::Update) -> Option<()> {
         buf.get_mut(check..check + 2)?
             .copy_from_slice(&sum.to_be_bytes());
     }
+    Some(())
+}
+
+/// Completes the body of a packet (BTH to ICRC, its payload in place) that will carry the
+/// IP and UDP headers `ip_udp`: zeroes the pad of `pad` bytes and writes the ICRC, computed
+/// with the CRC step `crc`, into the last 4 bytes.
+pub(crate) fn seal(ip_udp: &[u8], body: &mut [u8], pad: u8, crc: icrc::Update) -> Option<()> {
+    let end = body.len().checked_sub(ICRC_BYTES)?;
+    body.get_mut(end.checked_sub(usize::from(pad))?..end)?
+        .fill(0);
+    let icrc = icrc::compute_parts(ip_udp, body.get(..end)?, crc)?;
+    body.get_mut(end..)?.copy_from_slice(&icrc.to_le_bytes());
     Some(())
 }
 

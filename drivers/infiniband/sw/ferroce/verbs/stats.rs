@@ -54,9 +54,12 @@ pub(crate) enum Stat {
     /// recovered as a lost packet is; the rest of that send turn or READ response part was
     /// not sent either.
     TxLost,
+    /// Trains sent: datagrams of several packets that the IP stack cut apart (`wire.rs`);
+    /// their packets count in `sent_pkts`.
+    SentTrains,
 }
 
-const COUNT: usize = Stat::TxLost as usize + 1;
+const COUNT: usize = Stat::SentTrains as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -78,6 +81,7 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("no_qp_pkts")),
     Counter::new(c_str!("paced_pkts")),
     Counter::new(c_str!("tx_lost")),
+    Counter::new(c_str!("sent_trains")),
 ];
 
 /// The counters of a device (it has one port).

@@ -475,6 +475,25 @@ impl Tx<'_> {
         )
     }
 
+    /// Sends `count` packets of the turn as one train: the headers and payload length of the
+    /// `i`-th from `packet(i)`, its payload written by `fill(i, ..)`.
+    fn transmit_train<E>(
+        &self,
+        count: usize,
+        packet: impl Fn(usize) -> (Headers, usize),
+        fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+    ) -> Result<(), TxError<E>> {
+        wire::transmit_train(
+            self.dev,
+            self.netdev,
+            self.routes,
+            &self.t.route,
+            count,
+            packet,
+            fill,
+        )
+    }
+
     fn bth(&self, opcode: u8, psn: u32, ack_req: bool, se: bool) -> Bth {
         Bth {
             opcode: self.transport | opcode,
@@ -592,7 +611,7 @@ fn atomic_write_request(tx: &Tx<'_>, remote_addr: u64, rkey: u32) -> Headers {
 
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
 /// acknowledgement asked for at the message's end, at the turn's and every [`ACK_EVERY`]
-/// PSNs.
+/// PSNs; in trains where packets of one length follow each other.
 fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
     let t = tx.t;
     let write = matches!(m.w.opcode, wop::RDMA_WRITE | wop::RDMA_WRITE_WITH_IMM);
@@ -609,12 +628,20 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcS
         walk.skip(t.off as usize)
             .map_err(|_| WcStatus::LocProtErr)?;
     }
-    let (mut off, mut p) = (t.off.min(m.len), t.psn);
-    for n in 1..=t.budget.max(1) {
+    let start = t.off.min(m.len);
+    // Packets of the turn: its budget, within what is left of the message (a message of no
+    // bytes is one packet).
+    let left = (m.len - start).div_ceil(t.mtu).max(1);
+    let count = t.budget.max(1).min(left) as usize;
+    // The `n`-th packet of the turn: its headers and payload length.
+    let packet = |n: usize| -> (Headers, usize) {
+        let n = n as u32;
+        let off = start + n * t.mtu;
         let chunk = t.mtu.min(m.len - off);
         let (first, last) = (off == 0, off + chunk == m.len);
+        let p = psn::add(t.psn, n);
         let opc = opcode::data_opcode(write, first, last, with_imm, with_inv);
-        let ack_req = last || n == t.budget || p % ACK_EVERY == 0;
+        let ack_req = last || n + 1 == t.budget || p % ACK_EVERY == 0;
         let se = last && solicited && (!write || with_imm);
         let h = Headers {
             bth: tx.bth(opc, p, ack_req, se),
@@ -627,28 +654,35 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcS
             ieth: (last && with_inv).then_some(m.w.imm_data),
             ..Headers::default()
         };
-        let fill = |out: &mut [u8]| match m.inline {
-            Some(b) => {
-                let at = off as usize;
-                out.copy_from_slice(b.get(at..at + out.len()).ok_or(Fault::Source)?);
-                Ok(())
-            }
-            None => walk.gather(out),
+        (h, chunk as usize)
+    };
+    let mut fill = |n: usize, out: &mut [u8]| match m.inline {
+        Some(b) => {
+            let at = (start + n as u32 * t.mtu) as usize;
+            out.copy_from_slice(b.get(at..at + out.len()).ok_or(Fault::Source)?);
+            Ok(())
+        }
+        None => walk.gather(out),
+    };
+    let mut n = 0;
+    while n < count {
+        let cars = wire::cars(&t.route, n, count, packet).max(1);
+        let sent = if cars > 1 {
+            tx.transmit_train(cars, |i| packet(n + i), |i, out| fill(n + i, out))
+        } else {
+            let (h, len) = packet(n);
+            tx.transmit(&h, len, |out| fill(n, out))
         };
-        match tx.transmit(&h, chunk as usize, fill) {
+        match sent {
             Ok(()) => {}
-            // The walk did not move past this packet's bytes: the turn ends here (a later
-            // packet sent from this walk would carry these bytes, which a responder that
-            // already has them in part, as in a retransmission, would place under the wrong
-            // PSN); the requester waits and sends again ([`Sent::Lost`]).
+            // The turn ends here: nothing from this packet on was sent, and the walk may be
+            // anywhere in their bytes (a later packet sent from it would carry bytes a
+            // responder that has them in part, as in a retransmission, would place under the
+            // wrong PSN); the requester waits and sends again ([`Sent::Lost`]).
             Err(TxError::Lost) => return Ok(Sent::Lost),
             Err(TxError::Fill(_)) => return Err(WcStatus::LocProtErr),
         }
-        if last {
-            break;
-        }
-        off += chunk;
-        p = psn::add(p, 1);
+        n += cars;
     }
     Ok(Sent::Whole)
 }

@@ -38,6 +38,10 @@ mod refusal;
 mod refusal_tests;
 #[cfg(test)]
 mod rxe_packets;
+#[path = "../../protocol/train.rs"]
+mod train;
+#[cfg(test)]
+mod train_tests;
 #[path = "../../protocol/transport.rs"]
 mod transport;
 #[path = "../../engine/rc/window.rs"]
@@ -52,7 +56,7 @@ mod wqe_tests;
 /// The driver's `crate::protocol` paths, to the modules above.
 mod protocol {
     pub(crate) use super::{
-        abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, packet, psn, refusal,
+        abi, bth, count, eth, grh, guid, icrc, keys, limits, opcode, packet, psn, refusal, train,
         transport, wqe,
     };
 }

@@ -23,7 +23,7 @@ fn v4(a: [u8; 4]) -> [u8; 16] {
 
 /// The packet `h` with `payload` makes on `route`, built as the data path builds it, in a
 /// buffer that starts out as garbage.
-fn build(route: &Route, h: &Headers, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn build(route: &Route, h: &Headers, payload: &[u8]) -> Vec<u8> {
     let len = packet::packet_len(route, h.bth.opcode, payload.len()).expect("packet_len");
     let mut buf = vec![0xa5u8; len];
     let at = packet::write_headers(&mut buf, route, h, payload.len()).expect("write_headers");
@@ -42,7 +42,7 @@ fn reseal(p: &mut [u8]) {
 
 /// The UDP checksum of an IPv6 packet, checked independently of `packet.rs`: the one's
 /// complement sum of the pseudo-header and the UDP datagram, checksum included, is 0xffff.
-fn udp6_checksum_ok(p: &[u8]) -> bool {
+pub(crate) fn udp6_checksum_ok(p: &[u8]) -> bool {
     let udp = &p[40..];
     let mut bytes = Vec::new();
     bytes.extend_from_slice(&p[8..40]);
@@ -214,7 +214,7 @@ fn opcodes() -> Vec<u8> {
         .collect()
 }
 
-fn routes() -> [Route; 2] {
+pub(crate) fn routes() -> [Route; 2] {
     [
         Route {
             ipv4: true,
