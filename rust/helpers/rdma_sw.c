@@ -154,11 +154,17 @@ void rust_helper_rdma_wire_free(struct sk_buff *skb, bool consumed)
 		kfree_skb(skb);
 }
 
-/* An skb with @len zeroed bytes of data, room for @ndev's link layer before them. */
-struct sk_buff *rust_helper_rdma_wire_alloc(struct net_device *ndev, u32 len, u8 **data)
+/*
+ * An skb with @len zeroed bytes of data, room for @ndev's link layer before
+ * them.  @optional: the caller can do without it (a train, whose packets can go
+ * one by one): no emergency reserves, no warning on failure.
+ */
+struct sk_buff *rust_helper_rdma_wire_alloc(struct net_device *ndev, u32 len, bool optional,
+					    u8 **data)
 {
 	unsigned int head = LL_RESERVED_SPACE(ndev);
-	struct sk_buff *skb = alloc_skb(head + len, GFP_ATOMIC);
+	gfp_t gfp = optional ? GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC : GFP_ATOMIC;
+	struct sk_buff *skb = alloc_skb(head + len, gfp);
 
 	if (!skb)
 		return NULL;

@@ -205,6 +205,17 @@ impl TxPacket {
     /// An IP packet of `len` bytes to be sent through `netdev` (room for its link-layer
     /// header is reserved in front). Any context (atomic allocation).
     pub fn new(netdev: &NetDevice, len: usize) -> Result<Self> {
+        Self::alloc(netdev, len, false)
+    }
+
+    /// [`TxPacket::new`] for a packet the caller can do without (a train, whose packets can
+    /// also go one by one): the allocation dips into no emergency reserves and fails quietly,
+    /// so that many large ones do not drain what atomic allocations of others need.
+    pub fn new_optional(netdev: &NetDevice, len: usize) -> Result<Self> {
+        Self::alloc(netdev, len, true)
+    }
+
+    fn alloc(netdev: &NetDevice, len: usize, optional: bool) -> Result<Self> {
         // No IP packet is longer (and the headroom is added to it in 32 bits).
         if len > 0xffff {
             return Err(EINVAL);
@@ -212,7 +223,7 @@ impl TxPacket {
         let len32 = len as u32;
         let mut data = core::ptr::null_mut();
         // SAFETY: `netdev` is valid; the out-pointer is valid.
-        let skb = unsafe { bindings::rdma_wire_alloc(netdev.as_raw(), len32, &mut data) };
+        let skb = unsafe { bindings::rdma_wire_alloc(netdev.as_raw(), len32, optional, &mut data) };
         let skb = NonNull::new(skb).ok_or(ENOMEM)?;
         let Some(data) = NonNull::new(data) else {
             // SAFETY: Ours, unused.

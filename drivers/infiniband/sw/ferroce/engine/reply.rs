@@ -593,13 +593,12 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
         };
         (h, chunk as usize)
     };
-    // The packet whose data could not be read.
-    let mut fault = None;
-    let mut fill = |n: usize, out: &mut [u8]| from.gather(out).inspect_err(|_| fault = Some(n));
+    let mut fill = |_: usize, out: &mut [u8]| from.gather(out);
     let mut n = 0;
     while n < count {
         let cars = wire::cars(&route, n, count, packet).max(1);
         let routes = back.routes.as_deref();
+        // `Err((sent, why))`: `sent` packets from the `n`-th on went out, the rest did not.
         let sent = if cars > 1 {
             let p = |i| packet(n + i);
             wire::transmit_train(dev, &netdev, routes, &route, cars, p, |i, out| {
@@ -608,15 +607,17 @@ fn send_read(qp: &Qp<Ferroce>, back: &Back, r: &ReadPart) -> bool {
         } else {
             let (h, len) = packet(n);
             wire::transmit(dev, &netdev, routes, &route, &h, len, |out| fill(n, out))
+                .map_err(|e| (0, e))
         };
         match sent {
             Ok(()) => {}
-            // Nothing from this packet on was sent (and `from` may be anywhere in their
-            // bytes): the part ends here, as if the rest were lost on the wire; the requester
+            // A packet could not be built (and `from` may be anywhere in the bytes not
+            // sent): the part ends here, as if the rest were lost on the wire; the requester
             // asks again for what is missing.
-            Err(TxError::Lost) => return true,
-            Err(TxError::Fill(_)) => {
-                let at = psn::add(r.psn, fault.unwrap_or(n) as u32);
+            Err((_, TxError::Lost)) => return true,
+            Err((before, TxError::Fill(_))) => {
+                // At the first PSN not sent, which the requester waits for.
+                let at = psn::add(r.psn, (n + before) as u32);
                 let n = Headers {
                     bth: bth(back, op::ACKNOWLEDGE, at),
                     aeth: Some(Aeth {

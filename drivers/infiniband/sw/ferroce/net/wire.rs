@@ -63,9 +63,10 @@ pub(crate) fn route(av: &AddressVector, src_port: u16) -> Route {
 pub(crate) enum TxError<E> {
     /// The payload could not be read (`fill` failed).
     Fill(E),
-    /// The packet could not be built (no memory): as good as lost on the wire. `fill` did not
-    /// run, so a caller that reads its payloads in order from one cursor must not send on with
-    /// it: the next packet would carry this one's bytes under the next PSN.
+    /// The packet could not be built (no memory): as good as lost on the wire. A caller that
+    /// reads its payloads in order from one cursor must not send on with it (`fill` did not
+    /// run for a single packet, and may have run for some of a train's): the next packet would
+    /// carry the wrong bytes under its PSN.
     Lost,
 }
 
@@ -96,10 +97,11 @@ pub(crate) fn transmit<E>(
     Ok(())
 }
 
-/// Bytes of a train's datagram at most: its skb (the datagram, the netdev's headroom and the
-/// skb's shared info) then fits an order-3 allocation (32 KiB), which atomic context gets
-/// far more often than the order-4 a full 64 KiB datagram would need: 31 packets of a 1024
-/// byte path MTU, 7 of 4096.
+/// Bytes of a train's datagram at most: its skb (the datagram, the netdev's headroom of up to
+/// 32 bytes and the skb's shared info) then fits an order-3 allocation (32 KiB), which atomic
+/// context gets far more often than the order-4 a full 64 KiB datagram would need: 31 packets
+/// of a 1024 byte path MTU, 7 of 4096. (A netdev with more headroom, a tunnel's, takes
+/// order-4.)
 pub(crate) const TRAIN_BYTES: usize = 32 * 1024 - 384;
 
 /// How many of the packets `packet` describes (headers and payload length of the `i`-th, for
@@ -122,8 +124,9 @@ pub(crate) fn cars(
 /// Sends the `count` packets `packet` describes (headers and payload length of the `i`-th) as
 /// one train through `netdev` to `route` (see [`transmit`]), the payload of the `i`-th written
 /// by `fill(i, ..)`, in order; `count` as [`cars`] planned it. Without memory for the train
-/// they go one by one. `Lost`: a packet could not be built, and neither it nor the rest was
-/// sent (`fill` may have run for some of them).
+/// (or with fewer than two packets) they go one by one. `Err((sent, e))`: the first `sent`
+/// packets went out, the rest did not (`Lost`: one could not be built; `Fill`: `fill` failed
+/// for packet `sent`), and `fill` may have run for some of the rest.
 pub(crate) fn transmit_train<E>(
     dev: &Device<Ferroce>,
     netdev: &NetDevice,
@@ -132,31 +135,36 @@ pub(crate) fn transmit_train<E>(
     count: usize,
     packet: impl Fn(usize) -> (Headers, usize),
     mut fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
-) -> Result<(), TxError<E>> {
+) -> Result<(), (usize, TxError<E>)> {
     let body = |i| {
         let (h, len) = packet(i);
-        packet::body_len(h.bth.opcode, len).ok_or(TxError::Lost)
+        packet::body_len(h.bth.opcode, len)
     };
-    let train = Train::new(route, body(0)?, count, body(count.wrapping_sub(1))?);
-    let train = train.ok_or(TxError::Lost)?;
-    let Ok(mut skb) = TxPacket::new(netdev, train.len()) else {
+    let train = match (body(0), count.checked_sub(1).map(body)) {
+        (Some(seg), Some(Some(last))) => Train::new(route, seg, count, last),
+        _ => None,
+    };
+    let skb = train.map(|t| (t, TxPacket::new_optional(netdev, t.len())));
+    let Some((train, Ok(mut skb))) = skb else {
         for i in 0..count {
             let (h, len) = packet(i);
-            transmit(dev, netdev, routes, route, &h, len, |out| fill(i, out))?;
+            transmit(dev, netdev, routes, route, &h, len, |out| fill(i, out))
+                .map_err(|e| (i, e))?;
         }
         return Ok(());
     };
+    let lost = || (0, TxError::Lost);
     let buf = skb.bytes_mut();
-    train.write_head(buf).ok_or(TxError::Lost)?;
+    train.write_head(buf).ok_or_else(lost)?;
     for i in 0..count {
         let (h, len) = packet(i);
-        let car = train.body_mut(buf, i).ok_or(TxError::Lost)?;
-        let at = packet::write_transport(car, &h, len).ok_or(TxError::Lost)?;
-        let payload = car.get_mut(at..at + len).ok_or(TxError::Lost)?;
-        fill(i, payload).map_err(TxError::Fill)?;
+        let car = train.body_mut(buf, i).ok_or_else(lost)?;
+        let at = packet::write_transport(car, &h, len).ok_or_else(lost)?;
+        let payload = car.get_mut(at..at + len).ok_or_else(lost)?;
+        fill(i, payload).map_err(|e| (0, TxError::Fill(e)))?;
         train
             .seal(buf, i, kernel::rdma::sw::wire::crc32_le)
-            .ok_or(TxError::Lost)?;
+            .ok_or_else(lost)?;
     }
     let counters = &dev.data().counters;
     counters.add(Stat::SentPkts, train.count() as u64);

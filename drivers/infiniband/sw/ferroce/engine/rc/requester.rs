@@ -476,13 +476,14 @@ impl Tx<'_> {
     }
 
     /// Sends `count` packets of the turn as one train: the headers and payload length of the
-    /// `i`-th from `packet(i)`, its payload written by `fill(i, ..)`.
+    /// `i`-th from `packet(i)`, its payload written by `fill(i, ..)` (see
+    /// [`wire::transmit_train`]).
     fn transmit_train<E>(
         &self,
         count: usize,
         packet: impl Fn(usize) -> (Headers, usize),
         fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
-    ) -> Result<(), TxError<E>> {
+    ) -> Result<(), (usize, TxError<E>)> {
         wire::transmit_train(
             self.dev,
             self.netdev,
@@ -669,14 +670,15 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcS
         let cars = wire::cars(&t.route, n, count, packet).max(1);
         let sent = if cars > 1 {
             tx.transmit_train(cars, |i| packet(n + i), |i, out| fill(n + i, out))
+                .map_err(|(_, e)| e)
         } else {
             let (h, len) = packet(n);
             tx.transmit(&h, len, |out| fill(n, out))
         };
         match sent {
             Ok(()) => {}
-            // The turn ends here: nothing from this packet on was sent, and the walk may be
-            // anywhere in their bytes (a later packet sent from it would carry bytes a
+            // The turn ends here: the rest was not sent, and the walk may be anywhere in
+            // its bytes (a later packet sent from it would carry bytes a
             // responder that has them in part, as in a retransmission, would place under the
             // wrong PSN); the requester waits and sends again ([`Sent::Lost`]).
             Err(TxError::Lost) => return Ok(Sent::Lost),
