@@ -388,6 +388,19 @@ ferroce_add() {
 	res_baseline "$1"
 }
 
+# ferroce_pair NSA IPA NSB IPB: the namespaces NSA and NSB joined by a veth
+# (NSA0 with IPA, NSB0 with IPB), ferroce1 on NSA0 and ferroce2 on NSB0;
+# their RoCE v2 GIDs of those addresses in G1 and G2.
+ferroce_pair() {
+	add_netns "$1"
+	add_netns "$3"
+	add_veth "${1}0" "$1" "$2" "${3}0" "$3" "$4"
+	ferroce_add ferroce1 "${1}0" "$1"
+	ferroce_add ferroce2 "${3}0" "$3"
+	G1=$(roce_gid ferroce1 "$2") || fail "ferroce1 has no RoCE v2 GID for $2"
+	G2=$(roce_gid ferroce2 "$4") || fail "ferroce2 has no RoCE v2 GID for $4"
+}
+
 # Kernel users hold objects on every device from its creation (ib_core's MAD
 # layer: a PD, a CQ and QP1), so tests that check for leftovers compare the
 # counts of `rdma resource show DEV` with those noted at creation.

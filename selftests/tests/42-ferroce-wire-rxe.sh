@@ -98,13 +98,8 @@ for c in sent_msgs rcvd_msgs; do
 done
 
 # Two ferroce devices, each in its own namespace, over the wire.
-add_netns fwa
-add_netns fwb
-add_veth fwa0 fwa 10.82.0.1 fwb0 fwb 10.82.0.2
-ferroce_add ferroce1 fwa0 fwa
-ferroce_add ferroce2 fwb0 fwb
-g1=$(roce_gid ferroce1 10.82.0.1) || fail "ferroce1 has no RoCE v2 GID for 10.82.0.1"
-g2=$(roce_gid ferroce2 10.82.0.2) || fail "ferroce2 has no RoCE v2 GID for 10.82.0.2"
+ferroce_pair fwa 10.82.0.1 fwb 10.82.0.2
+g1=$G1 g2=$G2
 integrity "ferroce1 <-> ferroce2" -b ferroce2 -x "$g1" -X "$g2" ferroce1 200
 for end in "fwa fwa0" "fwb fwb0"; do
 	set -- $end

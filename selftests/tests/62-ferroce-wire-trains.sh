@@ -23,13 +23,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v ethtool >/dev/null || fail "no ethtool (qemu/setup installs it)"
-add_netns ftra
-add_netns ftrb
-add_veth ftra0 ftra 10.83.0.1 ftrb0 ftrb 10.83.0.2
-ferroce_add ferroce1 ftra0 ftra
-ferroce_add ferroce2 ftrb0 ftrb
-g1=$(roce_gid ferroce1 10.83.0.1) || fail "ferroce1 has no RoCE v2 GID for 10.83.0.1"
-g2=$(roce_gid ferroce2 10.83.0.2) || fail "ferroce2 has no RoCE v2 GID for 10.83.0.2"
+ferroce_pair ftra 10.83.0.1 ftrb 10.83.0.2
+g1=$G1 g2=$G2
 # The IPv6 link-local GIDs (index 0) need their addresses out of DAD.
 ll_ready() {
 	! in_ns "$1" ip -6 addr show dev "$2" scope link | grep -q tentative &&

@@ -677,10 +677,10 @@ fn send_data(qp: &Qp<Ferroce>, tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcS
         };
         match sent {
             Ok(()) => {}
-            // The turn ends here: the rest was not sent, and the walk may be anywhere in
-            // its bytes (a later packet sent from it would carry bytes a
-            // responder that has them in part, as in a retransmission, would place under the
-            // wrong PSN); the requester waits and sends again ([`Sent::Lost`]).
+            // The turn ends here: the rest was not sent, and the walk may be anywhere in its
+            // bytes (a later packet sent from it would carry bytes a responder that has them
+            // in part, as in a retransmission, would place under the wrong PSN); the
+            // requester waits and sends again ([`Sent::Lost`]).
             Err(TxError::Lost) => return Ok(Sent::Lost),
             Err(TxError::Fill(_)) => return Err(WcStatus::LocProtErr),
         }
