@@ -29,8 +29,9 @@ use crate::protocol::{
     packet::{self, Route},
 };
 
-/// Packets a train carries at most: within the kernel's limit of pieces per datagram
-/// (`UDP_MAX_SEGMENTS`, 128 in 6.12), and no more than a requester's turn sends.
+/// Packets a train carries at most: half the kernel's limit of pieces per datagram
+/// (`UDP_MAX_SEGMENTS`, 128 in 6.12). The sender's limit on a train's bytes usually binds
+/// first (31 packets of a 1024-byte path MTU).
 pub(crate) const MAX_CARS: usize = 64;
 
 /// How many of the packets whose bodies (BTH to ICRC) are `bodies` bytes long, in order, go in
