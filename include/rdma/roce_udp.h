@@ -21,7 +21,12 @@ struct roce_udp_net;
 /*
  * Receives one RoCEv2 packet for @ep's netdev, in softirq context under
  * rcu_read_lock().  skb->data is the UDP header; the network header is set.
- * The callee owns @skb (frees or keeps it).
+ * If @ep->gso, the packet may also be a (linear) UDP GSO datagram
+ * (SKB_GSO_UDP_L4): its payload after the UDP header is a train of RoCEv2
+ * packets of gso_size bytes each, the last one as long or shorter, each of
+ * which would carry a copy of the IP and UDP headers with its own lengths
+ * (and IPv4 identification: the datagram's plus the piece's index) once
+ * cut.  The callee owns @skb (frees or keeps it).
  */
 typedef void (*roce_udp_rcv_t)(struct roce_udp_endpoint *ep, struct sk_buff *skb);
 
@@ -30,15 +35,18 @@ typedef void (*roce_udp_rcv_t)(struct roce_udp_endpoint *ep, struct sk_buff *skb
  * @ndev: the netdev whose packets the endpoint takes
  * @rcv: where they go
  * @name: the RDMA device's name, for messages
+ * @gso: @rcv takes linear UDP GSO datagrams whole (see roce_udp_rcv_t)
  * @ifindex: @ndev's index in the namespace when added
  * @rn: the namespace's receive point while added; NULL before and after
  *
- * Embedded in the driver's device, zeroed before roce_udp_add().  Only
- * @ndev may be read by its owner; the rest belongs to roce_udp.c.
+ * Embedded in the driver's device, zeroed before roce_udp_add(); the owner
+ * may set @gso then.  Only @ndev may be read by its owner; the rest belongs
+ * to roce_udp.c.
  */
 struct roce_udp_endpoint {
 	struct net_device *ndev;
 	roce_udp_rcv_t rcv;
+	bool gso;
 	char name[IB_DEVICE_NAME_MAX];
 	int ifindex;
 	struct roce_udp_net *rn;

@@ -12,6 +12,14 @@
  * the netdev it arrived on, or of the real device under a VLAN netdev that has
  * none.
  *
+ * A UDP GSO datagram (a train of RoCEv2 packets that a sender's stack cuts
+ * only on the way out of the host, which a veth passes whole to the other
+ * namespace) reaches an endpoint that asks for it (@gso) whole and linear
+ * (linearized if need be, cut if that fails), if the stack would cut it
+ * into at most UDP_MAX_SEGMENTS pieces: the driver walks its packets in
+ * place.  Every other endpoint gets the pieces, each in its own skb, as a
+ * plain UDP socket would.
+ *
  * Packets that arrive on the loopback device are dropped: any local process
  * may send those, from any local address, and none of them is a RoCE device's
  * (a device sends to another device of the host through its netdev).
@@ -33,6 +41,7 @@
 #include <linux/xarray.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/udp.h>
 #include <net/udp_tunnel.h>
 #include <rdma/roce_udp.h>
 
@@ -74,6 +83,76 @@ static struct roce_udp_endpoint *roce_udp_lookup(struct net *net, struct roce_ud
 	return ep && ep->ndev == real ? ep : NULL;
 }
 
+/*
+ * Makes @skb linear without emergency reserves: a train's sender can send
+ * its packets again, and other atomic allocations need them more.
+ */
+static int roce_udp_linearize(struct sk_buff *skb)
+{
+	int grow;
+
+	if (!skb_is_nonlinear(skb))
+		return 0;
+	grow = max_t(int, skb->data_len - skb_tailroom(skb), 0);
+	if ((grow || skb_cloned(skb)) &&
+	    pskb_expand_head(skb, 0, grow, GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC))
+		return -ENOMEM;
+	/* Room enough and not shared: pulls without allocating. */
+	return __skb_linearize(skb);
+}
+
+/*
+ * Whether @ep takes @skb whole: a plain packet, or a UDP GSO datagram (a
+ * train of packets that a sender in another namespace had the stack cut,
+ * still whole after a veth) if @ep walks trains itself, the stack would cut
+ * it (as __udp_gso_segment() checks: two pieces or more, the checksum where
+ * UDP's is) into no more pieces than a UDP socket may send, and it is linear
+ * or made so.  Every other datagram is cut, or dropped, as UDP would.
+ */
+static bool roce_udp_takes_whole(const struct roce_udp_endpoint *ep, struct sk_buff *skb)
+{
+	const struct skb_shared_info *shinfo = skb_shinfo(skb);
+	unsigned int payload = skb->len - sizeof(struct udphdr);
+
+	if (!skb_is_gso(skb))
+		return true;
+	if (!ep->gso || (shinfo->gso_type & ~SKB_GSO_DODGY) != SKB_GSO_UDP_L4)
+		return false;
+	if (skb->len <= sizeof(struct udphdr) + shinfo->gso_size ||
+	    DIV_ROUND_UP(payload, shinfo->gso_size) > UDP_MAX_SEGMENTS)
+		return false;
+	if (skb->ip_summed == CHECKSUM_PARTIAL &&
+	    skb_checksum_start(skb) != skb_transport_header(skb))
+		return false;
+	return !roce_udp_linearize(skb);
+}
+
+/*
+ * Cuts a GSO packet into its pieces and hands them to @ep one by one, as UDP
+ * does for sockets that take no GSO packets (udp_queue_rcv_skb()), counting
+ * each piece as a UDP datagram received, as it would (UDP counted the whole
+ * once before encap_rcv).
+ */
+static void roce_udp_rcv_pieces(struct sock *sk, struct roce_udp_endpoint *ep,
+				struct sk_buff *skb)
+{
+	bool ipv4 = sk->sk_family == AF_INET;
+	struct sk_buff *segs, *next;
+	unsigned int pieces = 0;
+
+	__skb_push(skb, -skb_mac_offset(skb));
+	segs = udp_rcv_segment(sk, skb, ipv4);
+	skb_list_walk_safe(segs, skb, next) {
+		skb_mark_not_on_list(skb);
+		__skb_pull(skb, skb_transport_offset(skb));
+		udp_post_segment_fix_csum(skb);
+		ep->rcv(ep, skb);
+		pieces++;
+	}
+	if (pieces > 1)
+		SNMP_ADD_STATS(__UDPX_MIB(sk, ipv4), UDP_MIB_INDATAGRAMS, pieces - 1);
+}
+
 /* The sockets' encap_rcv: softirq, under rcu_read_lock(). Always consumes. */
 static int roce_udp_rcv(struct sock *sk, struct sk_buff *skb)
 {
@@ -88,7 +167,10 @@ static int roce_udp_rcv(struct sock *sk, struct sk_buff *skb)
 		kfree_skb(skb);
 		return 0;
 	}
-	ep->rcv(ep, skb);
+	if (roce_udp_takes_whole(ep, skb))
+		ep->rcv(ep, skb);
+	else
+		roce_udp_rcv_pieces(sk, ep, skb);
 	return 0;
 }
 
@@ -110,6 +192,8 @@ static struct socket *roce_udp_open(struct net *net, bool ipv6)
 	if (err)
 		return ERR_PTR(err);
 	setup_udp_tunnel_sock(net, sock, &tnl);
+	/* GSO packets come whole; roce_udp_rcv() cuts those an endpoint does not take. */
+	udp_encap_allow_gso(sock->sk);
 	return sock;
 }
 
