@@ -101,16 +101,18 @@ void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
 
 /*
  * kernel::rdma::sw::wire: an endpoint at the shared RoCEv2 port of @ndev's
- * namespace, for the device @name, receiving @ndev's packets in @rcv.
+ * namespace, for the device @name, receiving @ndev's packets in @rcv, and
+ * trains whole if @gso.
  */
 struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, const char *name,
-						     roce_udp_rcv_t rcv)
+						     roce_udp_rcv_t rcv, bool gso)
 {
 	struct roce_udp_endpoint *ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	int err;
 
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
+	ep->gso = gso;
 	err = roce_udp_add(ep, ndev, name, rcv);
 	if (err) {
 		kfree(ep);
@@ -129,11 +131,22 @@ void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
 	kfree(ep);
 }
 
-/* A received packet, linear, from its network header to its end. */
-int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len)
+/*
+ * A received packet, linear, from its network header to its end; @segment:
+ * 0, or the length of each piece of a train (a linear UDP GSO datagram, as
+ * the port hands those over).
+ */
+int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len, u32 *segment)
 {
-	if (skb_linearize(skb))
+	*segment = 0;
+	if (skb_is_gso(skb)) {
+		if (skb_is_nonlinear(skb) ||
+		    (skb_shinfo(skb)->gso_type & ~SKB_GSO_DODGY) != SKB_GSO_UDP_L4)
+			return -EINVAL;
+		*segment = skb_shinfo(skb)->gso_size;
+	} else if (skb_linearize(skb)) {
 		return -ENOMEM;
+	}
 	*data = skb_network_header(skb);
 	*len = skb_tail_pointer(skb) - skb_network_header(skb);
 	return 0;

@@ -38,7 +38,12 @@ pub trait SoftDriver: Driver<QpDeferred = deferred::Deferred> {
     /// The QP's work item ([`Qp::queue_work`]) runs. Process context; may sleep.
     fn qp_work(qp: &Qp<Self>);
 
-    /// A packet arrived for `dev` on a [`wire::Tunnel`] the driver opened. Softirq context;
-    /// the packet is freed when this returns.
+    /// Whether [`SoftDriver::receive`] takes trains whole ([`wire::RxPacket::segment`]): UDP
+    /// GSO datagrams of several packets, which otherwise come cut, one packet at a time.
+    const WHOLE_TRAINS: bool = false;
+
+    /// A packet arrived for `dev` on a [`wire::Tunnel`] the driver opened, or a train of them
+    /// if the driver takes them ([`SoftDriver::WHOLE_TRAINS`]). Softirq context; the packet is
+    /// freed when this returns.
     fn receive(dev: &Device<Self>, packet: &wire::RxPacket<'_>);
 }

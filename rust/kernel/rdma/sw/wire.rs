@@ -10,7 +10,11 @@
 //! device and closes them with its last. Several devices, of this driver or another, coexist on
 //! different netdevs of one namespace. The port's receive callback runs in softirq context: it
 //! finds the registered device of the netdev and hands the packet, from its IP header to its end,
-//! to the driver's [`SoftDriver::receive`]; the packet is freed when that returns. Packets that
+//! to the driver's [`SoftDriver::receive`]; the packet is freed when that returns. A train (a
+//! UDP GSO datagram of several packets) that a veth passed whole to another namespace comes
+//! whole to a driver that takes them ([`SoftDriver::WHOLE_TRAINS`]): one [`RxPacket`] whose
+//! [`RxPacket::segment`] says where its packets are; other drivers get its packets one by one
+//! (`roce_udp.c` says when the port cuts a train even for a driver that takes them). Packets that
 //! arrive on the loopback device (which any local process may send) go to no device.
 //!
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
@@ -64,7 +68,12 @@ impl Tunnel {
     pub fn open<T: SoftDriver>(netdev: &NetDevice, name: &CStr) -> Result<Self> {
         // SAFETY: `netdev` is valid, `name` a C string; the callback matches the endpoint's.
         let ep = from_err_ptr(unsafe {
-            bindings::rdma_wire_open(netdev.as_raw(), name.as_char_ptr(), Some(receive::<T>))
+            bindings::rdma_wire_open(
+                netdev.as_raw(),
+                name.as_char_ptr(),
+                Some(receive::<T>),
+                T::WHOLE_TRAINS,
+            )
         })?;
         let ep = NonNull::new(ep).ok_or(ENOMEM)?;
         // INVARIANT: Added above with `receive::<T>`.
@@ -88,7 +97,8 @@ pub fn crc32_le(crc: u32, data: &[u8]) -> u32 {
 }
 
 /// A received RoCEv2 packet, from its IP header to its end (the ICRC), lent to
-/// [`SoftDriver::receive`].
+/// [`SoftDriver::receive`]; or a train of them, as one UDP datagram that the sender's stack
+/// has not cut (see [`RxPacket::segment`]).
 ///
 /// # Invariants
 ///
@@ -96,14 +106,28 @@ pub fn crc32_le(crc: u32, data: &[u8]) -> u32 {
 pub struct RxPacket<'a> {
     data: *const u8,
     len: usize,
+    segment: usize,
     _skb: core::marker::PhantomData<&'a bindings::sk_buff>,
 }
 
 impl RxPacket<'_> {
-    /// The packet's bytes: IP header, UDP header, IB transport headers, payload, ICRC.
+    /// The packet's bytes: IP header, UDP header, IB transport headers, payload, ICRC. For a
+    /// train, the datagram's IP and UDP headers (with its lengths), then the pieces.
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: By the type invariant.
         unsafe { core::slice::from_raw_parts(self.data, self.len) }
+    }
+
+    /// 0 for a single packet (always, unless the driver takes trains,
+    /// [`SoftDriver::WHOLE_TRAINS`]). Otherwise the packet is a train, a UDP GSO datagram
+    /// (`SKB_GSO_UDP_L4`, as [`TxPacket::send_train`] sends them): the bytes after its UDP
+    /// header are pieces of `segment` bytes, the last one as long or shorter, each the UDP
+    /// payload of a packet that would carry a copy of the datagram's IP and UDP headers with
+    /// its own lengths and, over IPv4, the identification of the datagram plus the piece's
+    /// index (as the stack numbers the pieces it cuts). Nothing of it is checked: the
+    /// datagram's lengths, `segment` and the pieces are the sender's.
+    pub fn segment(&self) -> usize {
+        self.segment
     }
 }
 
@@ -119,9 +143,10 @@ unsafe extern "C" fn receive<T: SoftDriver>(
 ) {
     let mut data = core::ptr::null();
     let mut len = 0u32;
+    let mut segment = 0u32;
     // SAFETY: `skb` is ours; the out-pointers are valid. On success `data` and `len` describe
     // the linear packet from its network header on.
-    let ok = unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len) } == 0;
+    let ok = unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len, &mut segment) } == 0;
     let mut consumed = false;
     if ok {
         // SAFETY: `ep` is valid while callbacks may run (the tunnel removes it, waiting for
@@ -133,6 +158,7 @@ unsafe extern "C" fn receive<T: SoftDriver>(
             let packet = RxPacket {
                 data,
                 len: len as usize,
+                segment: segment as usize,
                 _skb: core::marker::PhantomData,
             };
             T::receive(&*dev, &packet);
