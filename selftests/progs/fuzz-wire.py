@@ -17,7 +17,12 @@
 #     responder, ACKs/NAKs, READ responses and atomic acknowledgements at
 #     the requester;
 #   - datagrams at QP 1 (MAD-sized or not, with QP1's Q_Key or another);
-#   - damage: a bad ICRC, headers cut short (ICRC made good again).
+#   - damage: a bad ICRC, headers cut short (ICRC made good again);
+#   - trains: 2 to 8 of those packets as one UDP GSO datagram, which the
+#     veth passes whole, so the receiving device walks its pieces itself:
+#     most cut into equal pieces (the last shorter or as long) whose ICRCs
+#     are good for the headers each piece would carry, some with a piece
+#     damaged, some with a segment length off the packets' boundaries.
 # QP numbers of other live QPs (rdma resource) are never named at random,
 # so a bystander connection between the same devices is not hit.
 # Prints "injected N", "bad_icrc N" and what the connection did.
@@ -210,6 +215,15 @@ class Generator:
         return r.randbytes(pick(r, 0, 1, 11, 12, 13, r.randrange(300))), "raw"
 
     def next(self):
+        transport, kind, bad = self.next_transport()
+        r = self.rng
+        sport = pick(r, 0xC001, 0xFFFF, r.randrange(0xC000, 0x10000))
+        return rp.ipv4_packet(self.src, self.dst, transport, sport=sport,
+                              good_icrc=not bad), kind, bad
+
+    def next_transport(self):
+        """A packet's transport (BTH onwards, without ICRC), its kind, and
+        whether its ICRC is to be bad."""
         r = self.rng
         x = r.random()
         if x < 0.10:
@@ -226,9 +240,37 @@ class Generator:
             bad = True
         elif damage < 0.10 and len(transport) > 12:
             transport = transport[:r.randrange(12, len(transport))]
-        sport = pick(r, 0xC001, 0xFFFF, r.randrange(0xC000, 0x10000))
-        return rp.ipv4_packet(self.src, self.dst, transport, sport=sport,
-                              good_icrc=not bad), kind, bad
+        return transport, kind, bad
+
+
+TRAIN_SPORT = 0xC7F1
+
+
+def train(gen):
+    """A train of the generator's packets: the datagram's bytes, its segment
+    length, how many of its pieces carry a bad ICRC on purpose."""
+    r = gen.rng
+    transports, cars = [], r.randrange(2, 9)
+    while len(transports) < cars:
+        t, _, _ = gen.next_transport()
+        if 12 <= len(t) <= 2000:
+            transports.append(t)
+    if r.random() < 0.3:
+        # Each piece whole and good alone, but cut at a length of no piece.
+        data = b"".join(rp.train_piece(gen.src, gen.dst, TRAIN_SPORT, i, t)
+                        for i, t in enumerate(transports))
+        return data, r.randrange(1, 2100), 0
+    # Equal pieces, the last as long or shorter: padded or cut to the first's.
+    n = len(transports[0])
+    pieces = [t[:n].ljust(n, b"\0") for t in transports[:-1]]
+    pieces.append(transports[-1][:n])
+    bad = 0
+    data = b""
+    for i, t in enumerate(pieces):
+        good = r.random() >= 0.05
+        bad += not good
+        data += rp.train_piece(gen.src, gen.dst, TRAIN_SPORT, i, t, good_icrc=good)
+    return data, n + 4, bad
 
 
 def inject(state_file, side, count, seed):
@@ -236,6 +278,7 @@ def inject(state_file, side, count, seed):
     with open(state_file) as f:
         gen = Generator(json.load(f), side, rng)
     sender = rp.Sender()
+    trains = rp.TrainSender(gen.src, TRAIN_SPORT)
     kinds, bad, errors = {}, 0, 0
     for i in range(count):
         if i % 500 == 0:
@@ -244,9 +287,14 @@ def inject(state_file, side, count, seed):
                     gen.reload(json.load(f))
             except (OSError, ValueError):
                 pass    # being rewritten: the last state serves
-        packet, kind, is_bad = gen.next()
         try:
-            sender.send(packet)
+            if rng.random() < 0.03:
+                data, segment, is_bad = train(gen)
+                kind = "train"
+                trains.send(gen.dst, data, segment)
+            else:
+                packet, kind, is_bad = gen.next()
+                sender.send(packet)
         except OSError:
             errors += 1
             continue

@@ -96,6 +96,35 @@ def ipv4_packet(src, dst, transport, sport=0xC001, ip_id=1, good_icrc=True):
     return body + crc
 
 
+class TrainSender:
+    """A UDP socket of the namespace it is made in that sends trains: UDP GSO
+    datagrams (UDP_SEGMENT) to port 4791, which a veth passes whole.  Not
+    connected and with don't-fragment set, so the kernel gives each datagram
+    the IPv4 identification 0 (ip_select_ident_segs()), and piece i carries
+    i once cut: train_piece() can make each piece's ICRC good."""
+
+    UDP_SEGMENT = 103               # <linux/udp.h>
+    IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2     # <linux/in.h>
+
+    def __init__(self, src, sport):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.IPPROTO_IP, self.IP_MTU_DISCOVER, self.IP_PMTUDISC_DO)
+        self.sock.bind((src, sport))
+        self.sport = sport
+
+    def send(self, dst, data, segment):
+        self.sock.setsockopt(socket.SOL_UDP, self.UDP_SEGMENT, segment)
+        self.sock.sendto(data, (dst, ROCE_PORT))
+
+
+def train_piece(src, dst, sport, index, transport, good_icrc=True):
+    """`transport` (BTH onwards) and the ICRC it needs as piece `index` of a
+    TrainSender's train, whose pieces are cut from a datagram of
+    identification 0."""
+    return ipv4_packet(src, dst, transport, sport=sport, ip_id=index & 0xFFFF,
+                       good_icrc=good_icrc)[28:]
+
+
 class Sender:
     """A raw IPv4 socket of the namespace it is made in (IP_HDRINCL)."""
 

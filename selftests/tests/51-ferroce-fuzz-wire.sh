@@ -7,12 +7,14 @@
 # injectors send FERROCE_FUZZ_PACKETS (default 100,000) RoCEv2 packets between
 # them: every opcode with boundary values in every field, raw bytes,
 # packets aimed at the live connection (its QPs, PSNs, rkeys, buffers),
-# datagrams at QP 1, damaged packets.  Meanwhile a bystander connection
+# datagrams at QP 1, damaged packets, trains of them (UDP GSO datagrams the
+# veth passes whole).  Meanwhile a bystander connection
 # between the same devices (the integrity program, in a loop) must keep
 # every message intact: hostile packets that do not name it change nothing
 # for it.  Afterwards:
 #   - every UDP datagram to port 4791 of each namespace is accounted for by
-#     its device's counters (bad_pkts + no_qp_pkts + rcvd_pkts), and the
+#     its device's counters (bad_pkts + no_qp_pkts + rcvd_pkts, where a
+#     train taken whole is one datagram of rcvd_train_pkts pieces), and the
 #     packets sent with a bad ICRC are among bad_pkts;
 #   - a fresh integrity run passes on the same devices, and rdma_cm still
 #     connects them (rping; QP 1 survived the datagrams);
@@ -40,8 +42,9 @@ cc -O2 -Wall -o /tmp/integrity "$PROGS/integrity.c" -libverbs || fail "cannot bu
 counter() { # DEV NAME
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v c="$2" 'f { print; exit } $0 == c { f = 1 }'
 }
-taken() { # DEV: packets the device was handed
-	echo $(($(counter "$1" bad_pkts) + $(counter "$1" no_qp_pkts) + $(counter "$1" rcvd_pkts)))
+taken() { # DEV: datagrams the device was handed (a train taken whole is one)
+	echo $(($(counter "$1" bad_pkts) + $(counter "$1" no_qp_pkts) + $(counter "$1" rcvd_pkts) -
+		$(counter "$1" rcvd_train_pkts) + $(counter "$1" rcvd_trains)))
 }
 udp_in() { # NS: UDP datagrams (v4 and v6) delivered in the namespace
 	local v4 v6
@@ -55,11 +58,12 @@ integrity() { # LABEL ITERATIONS SEED
 }
 
 # Counted before any traffic, and again once all of it is over.
-declare -A udp0 taken0 bad0
+declare -A udp0 taken0 bad0 trains0
 for ns in fza fzb; do
 	udp0[$ns]=$(udp_in $ns)
 	taken0[$ns]=$(taken $ns)
 	bad0[$ns]=$(counter $ns bad_pkts)
+	trains0[$ns]=$(counter $ns rcvd_trains)
 done
 
 # The bystander: integrity runs back to back until the fuzzing is over.
@@ -93,8 +97,9 @@ for ns in fza fzb; do
 	udp=$(($(udp_in $ns) - udp0[$ns]))
 	got=$(($(taken $ns) - taken0[$ns]))
 	bad_total=$((bad_total + $(counter $ns bad_pkts) - bad0[$ns]))
-	echo "$ns: $udp UDP datagrams in, $got packets taken by the device"
+	echo "$ns: $udp UDP datagrams in, $got taken by the device ($(counter $ns rcvd_trains) trains whole)"
 	[ "$udp" = "$got" ] || fail "$ns: $udp datagrams arrived but the device counted $got"
+	[ "$(counter $ns rcvd_trains)" -gt "${trains0[$ns]}" ] || fail "$ns took no train whole"
 done
 [ "$bad_total" -ge "$bad_icrc" ] || fail "$bad_icrc packets had a bad ICRC but only $bad_total were counted bad"
 

@@ -14,12 +14,14 @@
 #    over IPv4 and IPv6 GIDs, in both directions (READ responses are trains
 #    too): lengths, header fields and the ICRC, computed by the capture on
 #    its own; none is longer than the MTU; both devices sent trains
-#    (sent_trains) and took every packet (no bad_pkts).
+#    (sent_trains) and took every packet (no bad_pkts), none of them in a
+#    train (rcvd_trains).
 # 2. Passed whole (the default: a veth takes UDP GSO datagrams): the capture
 #    sees datagrams longer than the MTU, so the stack was crossed once per
-#    train, and the receiving device still took single packets (the
-#    receiving stack cut them).
-# rdma_rxe as the receiver of trains: test 42.
+#    train, and the receiving device took them whole (rcvd_trains), every
+#    packet of them (no bad_pkts), over IPv4 and IPv6.
+# rdma_rxe as the receiver of trains (the RoCEv2 port cuts them for it),
+# and the integrity of data that came in whole trains: test 42.
 . "$(dirname "$0")/../lib.sh"
 
 command -v ethtool >/dev/null || fail "no ethtool (qemu/setup installs it)"
@@ -68,6 +70,8 @@ for dev in "ftra ftra0" "ftrb ftrb0"; do
 done
 trains1=$(counter ferroce1 sent_trains)
 trains2=$(counter ferroce2 sent_trains)
+whole1=$(counter ferroce1 rcvd_trains)
+whole2=$(counter ferroce2 rcvd_trains)
 capture_start /tmp/capture-cut.txt
 streams "$g1" "$g2" IPv4
 streams 0 0 IPv6
@@ -86,6 +90,8 @@ t1=$(($(counter ferroce1 sent_trains) - trains1))
 t2=$(($(counter ferroce2 sent_trains) - trains2))
 echo "trains sent: ferroce1 (READ responses) $t1, ferroce2 $t2"
 [ "$t1" -gt 0 ] && [ "$t2" -gt 0 ] || fail "a device sent no trains"
+[ "$(counter ferroce1 rcvd_trains)" = "$whole1" ] && [ "$(counter ferroce2 rcvd_trains)" = "$whole2" ] ||
+	fail "a train arrived whole though the stack cut every one before the veth"
 
 # 2. The default: trains cross the veth whole and the receiver cuts them.
 for dev in "ftra ftra0" "ftrb ftrb0"; do
@@ -93,10 +99,21 @@ for dev in "ftra ftra0" "ftrb ftrb0"; do
 	in_ns "$ns" ethtool -K "$n" tx-udp-segmentation on >/dev/null
 done
 rcvd=$(counter ferroce1 rcvd_pkts)
+whole1=$(counter ferroce1 rcvd_trains)
+whole2=$(counter ferroce2 rcvd_trains)
 capture_start /tmp/capture-whole.txt
-out=$(perftest_pair ftra ferroce1 "$g1" 10.83.0.1 ftrb ferroce2 "$g2" ib_write_bw \
-	-s 65536 -n 40) || { echo "$out"; fail "ib_write_bw, trains whole"; }
-echo "ib_write_bw, trains whole: $(perftest_result "$out")"
+for gids in "$g1 $g2 IPv4" "0 0 IPv6"; do
+	read -r s c label <<<"$gids"
+	before=$(counter ferroce1 rcvd_trains)
+	out=$(perftest_pair ftra ferroce1 "$s" 10.83.0.1 ftrb ferroce2 "$c" ib_write_bw \
+		-s 65536 -n 40) || { echo "$out"; fail "ib_write_bw over $label, trains whole"; }
+	echo "ib_write_bw over $label, trains whole: $(perftest_result "$out")"
+	[ "$(counter ferroce1 rcvd_trains)" -gt "$before" ] ||
+		fail "ferroce1 took no train whole over $label"
+done
+out=$(perftest_pair ftra ferroce1 "$g1" 10.83.0.1 ftrb ferroce2 "$g2" ib_read_bw \
+	-s 65536 -n 40) || { echo "$out"; fail "ib_read_bw, trains whole"; }
+echo "ib_read_bw, trains whole: $(perftest_result "$out")"
 capture_stop /tmp/capture-whole.txt
 summary=$SUMMARY
 echo "passed whole: $summary"
@@ -105,9 +122,13 @@ read -r _ packets _ bad _ datagrams _ longest _ dropped <<<"$summary"
 	fail "no train crossed the veth whole ($summary)"
 [ "$bad" = 0 ] || fail "bad packets ($summary)"
 got=$(($(counter ferroce1 rcvd_pkts) - rcvd))
-[ "$got" -ge $((40 * 64)) ] || fail "ferroce1 took $got packets of 40 64 KiB WRITEs"
+[ "$got" -ge $((80 * 64)) ] || fail "ferroce1 took $got packets of 80 64 KiB WRITEs"
+w1=$(($(counter ferroce1 rcvd_trains) - whole1))
+w2=$(($(counter ferroce2 rcvd_trains) - whole2))
+echo "trains received whole: ferroce1 (WRITEs) $w1, ferroce2 (READ responses) $w2"
+[ "$w1" -gt 0 ] && [ "$w2" -gt 0 ] || fail "a device took no train whole"
 for d in ferroce1 ferroce2; do
 	[ "$(counter $d bad_pkts)" = 0 ] || fail "$d: bad_pkts $(counter $d bad_pkts)"
 done
 no_objects_left 5 ferroce1 ferroce2
-echo "trains on the wire are standard RoCEv2 packets, cut before or after the veth"
+echo "trains on the wire are standard RoCEv2 packets, cut before the veth or taken whole after it"

@@ -340,6 +340,9 @@ impl rdma::Driver for Ferroce {
 }
 
 impl SoftDriver for Ferroce {
+    // `engine/receive.rs` walks the packets of a train itself (`protocol/train.rs`).
+    const WHOLE_TRAINS: bool = true;
+
     fn qp_timer(q: &Qp<Self>) {
         crate::engine::rc::timer(q);
     }
@@ -349,7 +352,7 @@ impl SoftDriver for Ferroce {
     }
 
     fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
-        crate::engine::receive::receive(dev, packet.bytes());
+        crate::engine::receive::receive(dev, packet.bytes(), packet.segment());
     }
 }
 

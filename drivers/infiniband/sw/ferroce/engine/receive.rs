@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Packets from the wire to their QP: parsed and checked (`protocol::packet`), then handed to
-//! the connected transports (`rc`) or placed in a UD QP's receive WQE (QP1 included).
+//! Packets from the wire to their QP: parsed and checked (`protocol::packet`; the packets of
+//! a train that arrived whole one by one, `protocol::train`), then handed to the connected
+//! transports (`rc`) or placed in a UD QP's receive WQE (QP1 included).
 
 use kernel::rdma::{Device, Qp, QpType};
 
@@ -13,20 +14,45 @@ use crate::{
     },
     protocol::{
         opcode,
-        packet::{self, Parsed},
+        packet::{self, Parsed, Reject},
+        train::Arrival,
     },
     verbs::{device::Ferroce, memory::Source, stats::Stat},
 };
 
-/// A packet for this device (softirq): checked, then given to its QP.
-pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8]) {
+/// A packet for this device (softirq), or a train of them that arrived whole (`segment`: the
+/// length of its pieces, see `RxPacket::segment`): each checked, then given to its QP.
+pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8], segment: usize) {
+    let crc = kernel::rdma::sw::wire::crc32_le;
+    if segment == 0 {
+        deliver(dev, packet::parse_with(bytes, crc));
+        return;
+    }
     let counters = &dev.data().counters;
-    let p = match packet::parse_with(bytes, kernel::rdma::sw::wire::crc32_le) {
-        Ok(p) => p,
-        Err(_) => {
+    let Some(train) = Arrival::new(bytes, segment) else {
+        counters.add(Stat::BadPkts, 1);
+        return;
+    };
+    counters.add(Stat::RcvdTrains, 1);
+    counters.add(Stat::RcvdTrainPkts, train.count() as u64);
+    let mut head = [0u8; packet::MAX_IP_UDP];
+    for i in 0..train.count() {
+        // In order, as the stack would have handed the pieces over.
+        let Some(body) = train.piece(i, &mut head) else {
             counters.add(Stat::BadPkts, 1);
-            return;
-        }
+            continue;
+        };
+        let head = head.get(..train.head_len()).unwrap_or_default();
+        deliver(dev, packet::parse_parts_with(head, body, crc));
+    }
+}
+
+/// A packet as parsed, given to its QP if it checked.
+fn deliver(dev: &Device<Ferroce>, parsed: Result<Parsed<'_>, Reject>) {
+    let counters = &dev.data().counters;
+    let Ok(p) = parsed else {
+        counters.add(Stat::BadPkts, 1);
+        return;
     };
     // One partition: the default P_Key, full or limited membership.
     if p.hdr.bth.pkey & 0x7fff != DEFAULT_PKEY & 0x7fff {

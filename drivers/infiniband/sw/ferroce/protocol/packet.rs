@@ -177,6 +177,50 @@ pub(crate) fn packet_len(route: &Route, opcode: u8, payload_len: usize) -> Optio
     ip_len(route, body_len(opcode, payload_len)?)
 }
 
+/// Bytes of the IP and UDP headers of any packet, at most.
+pub(crate) const MAX_IP_UDP: usize = IPV6_BYTES + UDP_BYTES;
+
+/// Bytes of the IP and UDP headers of `datagram`, a UDP datagram to the RoCEv2 port whose
+/// headers check as [`parse`] checks a packet's and whose IP length is its own; `None` if it
+/// is not one.
+pub(crate) fn datagram_head(datagram: &[u8]) -> Option<usize> {
+    let f = frame(datagram, datagram.len()).ok()?;
+    (f.len == datagram.len()).then(|| f.bth())
+}
+
+/// Makes `head`, the IP and UDP headers of a datagram ([`datagram_head`] bytes), those of a
+/// packet with `body` bytes after its UDP header and, over IPv4, the identification of the
+/// datagram plus `id_step`: lengths, identification and IPv4 header checksum set; the UDP
+/// checksum 0 (nothing reads it: the ICRC masks it). `None` if `head` is no such headers or
+/// the packet would be too long.
+pub(crate) fn restate_ip_udp(head: &mut [u8], body: usize, id_step: u16) -> Option<()> {
+    let (ipv4, ip) = match head.first()? >> 4 {
+        4 => (true, IPV4_BYTES),
+        6 => (false, IPV6_BYTES),
+        _ => return None,
+    };
+    if head.len() != ip + UDP_BYTES {
+        return None;
+    }
+    let udp_len = u16::try_from(body.checked_add(UDP_BYTES)?).ok()?;
+    if ipv4 {
+        let h = head.first_chunk_mut::<IPV4_BYTES>()?;
+        let total = udp_len.checked_add(IPV4_BYTES as u16)?;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        let id = u16::from_be_bytes([h[4], h[5]]).wrapping_add(id_step);
+        h[4..6].copy_from_slice(&id.to_be_bytes());
+        h[10..12].fill(0);
+        let sum = grh::ipv4_checksum(h);
+        h[10..12].copy_from_slice(&sum.to_be_bytes());
+    } else {
+        head.get_mut(4..6)?.copy_from_slice(&udp_len.to_be_bytes());
+    }
+    head.get_mut(ip + 4..ip + 6)?
+        .copy_from_slice(&udp_len.to_be_bytes());
+    head.get_mut(ip + 6..ip + 8)?.fill(0);
+    Some(())
+}
+
 /// `buf` split at `at`; `None` if it is shorter.
 fn split_mut(buf: &mut [u8], at: usize) -> Option<(&mut [u8], &mut [u8])> {
     (at <= buf.len()).then(|| buf.split_at_mut(at))
@@ -316,9 +360,10 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes(*b.get(at..)?.first_chunk()?))
 }
 
-/// Checks the IP and UDP headers at the start of `packet` and that they leave room for a BTH
-/// and an ICRC. Bytes past the IP length (link-layer padding) are not part of the packet.
-fn frame(packet: &[u8]) -> Result<Frame, Reject> {
+/// Checks the IP and UDP headers at the start of `packet`, a packet of which `avail` bytes
+/// are at hand (`packet` holds at least its headers), and that they leave room for a BTH and
+/// an ICRC. Bytes past the IP length (link-layer padding) are not part of the packet.
+fn frame(packet: &[u8], avail: usize) -> Result<Frame, Reject> {
     let version = packet.first().ok_or(Reject::Malformed)? >> 4;
     let (ipv4, ip, len) = match version {
         4 => {
@@ -353,7 +398,7 @@ fn frame(packet: &[u8]) -> Result<Frame, Reject> {
         }
         _ => return Err(Reject::NotRoce),
     };
-    if len > packet.len() || len < ip + UDP_BYTES {
+    if len > avail || len < ip + UDP_BYTES {
         return Err(Reject::Malformed);
     }
     if be16(packet, ip + 2) != Some(ROCE_UDP_PORT) {
@@ -366,17 +411,18 @@ fn frame(packet: &[u8]) -> Result<Frame, Reject> {
     Ok(Frame { ipv4, ip, len })
 }
 
-/// Checks the BTH of the packet in `frame` against its opcode's layout: transport version 0,
-/// room for the extended headers, the pad and the ICRC, and a payload only where the layout
-/// has one. Returns the BTH, the layout and the length of the payload.
-fn transport(packet: &[u8], frame: &Frame) -> Result<(Bth, Layout, usize), Reject> {
-    let bth =
-        Bth::parse(packet.get(frame.bth()..).ok_or(Reject::Malformed)?).ok_or(Reject::Malformed)?;
+/// Checks the BTH of the packet whose body (BTH to the end of the ICRC) is `body` against its
+/// opcode's layout: transport version 0, room for the extended headers, the pad and the ICRC,
+/// and a payload only where the layout has one. Returns the BTH, the layout and the length of
+/// the payload.
+fn transport(body: &[u8]) -> Result<(Bth, Layout, usize), Reject> {
+    let bth = Bth::parse(body).ok_or(Reject::Malformed)?;
     if bth.tver != 0 {
         return Err(Reject::Malformed);
     }
     let layout = opcode::layout(bth.opcode).ok_or(Reject::BadOpcode)?;
-    let payload_len = (frame.len - frame.bth())
+    let payload_len = body
+        .len()
         .checked_sub(layout.header_bytes() + usize::from(bth.pad) + ICRC_BYTES)
         .ok_or(Reject::Malformed)?;
     if !layout.payload && payload_len + usize::from(bth.pad) != 0 {
@@ -414,8 +460,8 @@ pub(crate) fn finish(buf: &mut [u8]) -> Option<()> {
 
 /// [`finish`] with the CRC step `crc` for the ICRC.
 pub(crate) fn finish_with(buf: &mut [u8], crc: icrc::Update) -> Option<()> {
-    let f = frame(buf).ok()?;
-    let (bth, _, _) = transport(buf, &f).ok()?;
+    let f = frame(buf, buf.len()).ok()?;
+    let (bth, _, _) = transport(buf.get(f.bth()..f.len)?).ok()?;
     if f.len != buf.len() {
         return None;
     }
@@ -505,22 +551,56 @@ pub(crate) fn parse(packet: &[u8]) -> Result<Parsed<'_>, Reject> {
 
 /// [`parse`] with the CRC step `crc` for the ICRC.
 pub(crate) fn parse_with(packet: &[u8], crc: icrc::Update) -> Result<Parsed<'_>, Reject> {
-    let f = frame(packet)?;
-    let packet = packet.get(..f.len).ok_or(Reject::Malformed)?;
-    if !icrc::check_with(packet, crc) {
+    let f = frame(packet, packet.len())?;
+    let head = packet.get(..f.bth()).ok_or(Reject::Malformed)?;
+    let body = packet.get(f.bth()..f.len).ok_or(Reject::Malformed)?;
+    decode(head, body, &f, crc)
+}
+
+/// [`parse_with`] for a packet given in two parts: `head`, exactly its IP and UDP headers, and
+/// `body`, the BTH and what follows (bytes past the IP length are ignored). A packet of a train
+/// that arrived whole has no headers of its own: `train.rs` makes them.
+pub(crate) fn parse_parts_with<'a>(
+    head: &'a [u8],
+    body: &'a [u8],
+    crc: icrc::Update,
+) -> Result<Parsed<'a>, Reject> {
+    let f = frame(head, head.len().saturating_add(body.len()))?;
+    if head.len() != f.bth() {
+        return Err(Reject::Malformed);
+    }
+    let body = body.get(..f.len - f.bth()).ok_or(Reject::Malformed)?;
+    decode(head, body, &f, crc)
+}
+
+/// The ICRC of a packet given as its IP and UDP headers `head` and its `body` (BTH to the end
+/// of the ICRC), which `f` framed, checked; then the rest decoded and checked as [`parse`]
+/// says.
+fn decode<'a>(
+    head: &'a [u8],
+    body: &'a [u8],
+    f: &Frame,
+    crc: icrc::Update,
+) -> Result<Parsed<'a>, Reject> {
+    let end = body
+        .len()
+        .checked_sub(ICRC_BYTES)
+        .ok_or(Reject::Malformed)?;
+    let wire = body.get(end..).and_then(|b| b.first_chunk::<ICRC_BYTES>());
+    let wire = u32::from_le_bytes(*wire.ok_or(Reject::Malformed)?);
+    if icrc::compute_parts(head, body.get(..end).ok_or(Reject::Malformed)?, crc) != Some(wire) {
         return Err(Reject::BadIcrc);
     }
-    let (bth, layout, payload_len) = transport(packet, &f)?;
-    let extended = f.bth() + BTH_BYTES;
-    let payload_at = extended + layout.header_bytes() - BTH_BYTES;
+    let (bth, layout, payload_len) = transport(body)?;
+    let payload_at = layout.header_bytes();
     let hdr = Headers::parse_extended(
         bth,
         layout.headers,
-        packet.get(extended..payload_at).ok_or(Reject::Malformed)?,
+        body.get(BTH_BYTES..payload_at).ok_or(Reject::Malformed)?,
     )
     .ok_or(Reject::Malformed)?;
-    let ip_header = packet.get(..f.ip).ok_or(Reject::Malformed)?;
-    let src_port = be16(packet, f.ip).ok_or(Reject::Malformed)?;
+    let ip_header = head.get(..f.ip).ok_or(Reject::Malformed)?;
+    let src_port = be16(head, f.ip).ok_or(Reject::Malformed)?;
     let route = if f.ipv4 {
         let h = ip_header
             .first_chunk::<IPV4_BYTES>()
@@ -563,7 +643,7 @@ pub(crate) fn parse_with(packet: &[u8], crc: icrc::Update) -> Result<Parsed<'_>,
         route,
         layout,
         hdr,
-        payload: packet
+        payload: body
             .get(payload_at..payload_at + payload_len)
             .ok_or(Reject::Malformed)?,
         ip_header,

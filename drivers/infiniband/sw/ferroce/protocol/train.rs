@@ -20,6 +20,13 @@
 //! masks the checksums). A NIC that cuts trains in hardware must number IPv4 pieces as the
 //! kernel does (as it numbers TCP segments); Documentation/wire.rst says more.
 //!
+//! A train can also arrive whole: a veth hands the datagram to the other namespace as it is,
+//! and its receiving stack cuts it only for sockets that do not take UDP GSO datagrams. The
+//! RoCEv2 port takes them ([`Arrival`]): each piece is parsed in place, with the IP and UDP
+//! headers it would have carried made beside it, so that it is checked and handled exactly as
+//! the packet the stack would have cut (the receiver trusts nothing of the datagram: a local
+//! user in another namespace may send one).
+//!
 //! Pure `core` code, tested on the host against a model of the kernel's cutting
 //! (`host-tests/`); the data path uses it.
 
@@ -29,10 +36,14 @@ use crate::protocol::{
     packet::{self, Route},
 };
 
+/// Pieces the kernel cuts a UDP datagram into at most (`UDP_MAX_SEGMENTS` in 6.12): a UDP
+/// socket may send no more, and the RoCEv2 port hands no longer train over whole.
+pub(crate) const UDP_MAX_SEGMENTS: usize = 128;
+
 /// Packets a train carries at most: half the kernel's limit of pieces per datagram
-/// (`UDP_MAX_SEGMENTS`, 128 in 6.12). The sender's limit on a train's bytes usually binds
-/// first (31 packets of a 1024-byte path MTU).
-pub(crate) const MAX_CARS: usize = 64;
+/// ([`UDP_MAX_SEGMENTS`]). The sender's limit on a train's bytes usually binds first (31
+/// packets of a 1024-byte path MTU).
+pub(crate) const MAX_CARS: usize = UDP_MAX_SEGMENTS / 2;
 
 /// How many of the packets whose bodies (BTH to ICRC) are `bodies` bytes long, in order, go in
 /// the next train on `route` whose datagram (IP header included) is at most `max_len` bytes:
@@ -171,5 +182,62 @@ impl Train {
         let body = self.body_mut(buf, i)?;
         let pad = Bth::parse(body)?.pad;
         packet::seal(head, body, pad, crc)
+    }
+}
+
+/// A train as it arrived whole: a UDP datagram whose payload is pieces of `seg` bytes, the
+/// last as long or shorter, each the body (BTH to ICRC) of one packet.
+///
+/// # Invariants
+///
+/// `datagram` starts with `head` bytes of IP and UDP headers that `packet::datagram_head`
+/// accepts; `seg > 0`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Arrival<'a> {
+    datagram: &'a [u8],
+    head: usize,
+    seg: usize,
+}
+
+impl<'a> Arrival<'a> {
+    /// The train `datagram` (from its IP header to its end) cut every `seg` bytes after its UDP
+    /// header; `None` if its IP and UDP headers do not make it a datagram to the RoCEv2 port of
+    /// its own length (as `packet::parse` checks a packet's), `seg` is 0, or it would be cut
+    /// into more than [`UDP_MAX_SEGMENTS`] pieces (no UDP socket sends such a datagram, and the
+    /// port cuts none whole: a bound on the work one datagram asks for).
+    pub(crate) fn new(datagram: &'a [u8], seg: usize) -> Option<Self> {
+        let head = packet::datagram_head(datagram)?;
+        // INVARIANT: Checked here.
+        let a = (seg > 0).then_some(Arrival {
+            datagram,
+            head,
+            seg,
+        })?;
+        (a.count() <= UDP_MAX_SEGMENTS).then_some(a)
+    }
+
+    /// Bytes of the IP and UDP headers of each piece.
+    pub(crate) fn head_len(&self) -> usize {
+        self.head
+    }
+
+    /// Pieces in the train.
+    pub(crate) fn count(&self) -> usize {
+        (self.datagram.len() - self.head).div_ceil(self.seg)
+    }
+
+    /// The body of piece `i`; into the first [`Arrival::head_len`] bytes of `head`, the IP and
+    /// UDP headers the stack would have given it had it cut the datagram (its lengths, and over
+    /// IPv4 the datagram's identification plus `i` and the header checksum; the UDP checksum
+    /// 0). `None` past the last piece.
+    pub(crate) fn piece(&self, i: usize, head: &mut [u8; packet::MAX_IP_UDP]) -> Option<&'a [u8]> {
+        let start = self.seg.checked_mul(i)?.checked_add(self.head)?;
+        let rest = self.datagram.get(start..).filter(|r| !r.is_empty())?;
+        let body = rest.get(..self.seg).unwrap_or(rest);
+        let head = head.get_mut(..self.head)?;
+        head.copy_from_slice(self.datagram.get(..self.head)?);
+        // The stack numbers pieces modulo 2^16.
+        packet::restate_ip_udp(head, body.len(), i as u16)?;
+        Some(body)
     }
 }

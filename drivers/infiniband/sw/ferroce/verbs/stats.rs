@@ -57,9 +57,15 @@ pub(crate) enum Stat {
     /// Trains sent: datagrams of several packets that the IP stack cut apart (`wire.rs`);
     /// their packets count in `sent_pkts`.
     SentTrains,
+    /// Trains received whole (`train.rs`, from a veth): one UDP datagram each, whose pieces
+    /// each count as a packet the port handed over (a datagram whose own headers are bad
+    /// counts once in `bad_pkts`, and not here).
+    RcvdTrains,
+    /// The pieces of those trains.
+    RcvdTrainPkts,
 }
 
-const COUNT: usize = Stat::SentTrains as usize + 1;
+const COUNT: usize = Stat::RcvdTrainPkts as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -82,6 +88,8 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("paced_pkts")),
     Counter::new(c_str!("tx_lost")),
     Counter::new(c_str!("sent_trains")),
+    Counter::new(c_str!("rcvd_trains")),
+    Counter::new(c_str!("rcvd_train_pkts")),
 ];
 
 /// The counters of a device (it has one port).

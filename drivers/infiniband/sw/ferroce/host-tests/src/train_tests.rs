@@ -2,8 +2,10 @@
 
 //! Tests of `train.rs`: a train, cut as the kernel cuts a UDP GSO datagram (modelled here on
 //! its own, from net/ipv4/udp_offload.c and af_inet.c, not from `packet.rs`), gives byte for
-//! byte the packets the data path sends one at a time, over IPv4 and IPv6; and trains are
-//! planned and refused as the kernel needs.
+//! byte the packets the data path sends one at a time, over IPv4 and IPv6; trains are
+//! planned and refused as the kernel needs; and a train that arrives whole parses, piece by
+//! piece, exactly as the packets the kernel would have cut from it, while any datagram at all
+//! is handled without a panic.
 
 use crate::{
     bth::Bth,
@@ -11,7 +13,7 @@ use crate::{
     opcode::{RC, UC},
     packet::{self, Headers, Route},
     packet_tests::{build, routes, udp6_checksum_ok},
-    train::{self, Train, MAX_CARS},
+    train::{self, Arrival, Train, MAX_CARS, UDP_MAX_SEGMENTS},
 };
 
 /// The one's complement sum of `bytes` (a trailing odd byte padded with 0).
@@ -273,4 +275,148 @@ fn trains_the_kernel_cannot_cut_are_refused() {
         c.h.bth.opcode = UC | (c.h.bth.opcode & 0x1f);
     }
     assert_cuts_to_packets(&route, &cars);
+}
+
+/// Each piece of a train that arrived whole parses to exactly what the packet the kernel cuts
+/// from it parses to (route, IPv4 identification and IP header included), over both families,
+/// with a shorter last, immediate data, and an identification that wraps.
+#[test]
+fn trains_arriving_whole_parse_as_the_pieces_cut() {
+    for mut route in routes() {
+        for _ in 0..2 {
+            for (len, mtu) in [(4096, 1024), (3 * 1024 + 301, 1024), (9000, 4096)] {
+                for cars in [
+                    message(false, false, len, mtu, 10, 1),
+                    message(false, true, len, mtu, 0xff_fffe, 2),
+                    message(true, false, len + mtu, mtu, 7, 3).split_off(1),
+                ] {
+                    if body_of(cars.last().unwrap()) > body_of(&cars[0]) {
+                        continue;
+                    }
+                    let (t, datagram) = build_train(&route, &cars);
+                    let cut = cut(&datagram, t.segment());
+                    let a = Arrival::new(&datagram, t.segment()).expect("arrival");
+                    assert_eq!(a.count(), cars.len());
+                    assert_eq!(a.head_len(), packet::ip_udp_len(&route));
+                    let mut head = [0u8; packet::MAX_IP_UDP];
+                    for (i, piece) in cut.iter().enumerate() {
+                        let body = a.piece(i, &mut head).expect("piece");
+                        let parsed =
+                            packet::parse_parts_with(&head[..a.head_len()], body, icrc::update);
+                        assert_eq!(parsed, packet::parse(piece), "piece {i}");
+                        assert!(parsed.is_ok());
+                    }
+                    assert!(a.piece(cut.len(), &mut head).is_none());
+                }
+            }
+            if !route.ipv4 {
+                break;
+            }
+            route.ip_id = 0xfffe;
+        }
+    }
+}
+
+/// A datagram whose own headers are not those of a RoCEv2 datagram of its length, or a
+/// segment of 0, is no train.
+#[test]
+fn datagrams_that_are_no_train_are_refused() {
+    for route in routes() {
+        let cars = message(false, false, 4096, 1024, 3, 5);
+        let (t, datagram) = build_train(&route, &cars);
+        let seg = t.segment();
+        assert!(Arrival::new(&datagram, 0).is_none());
+        // Truncated, or with bytes past its IP length.
+        assert!(Arrival::new(&datagram[..datagram.len() - 1], seg).is_none());
+        let mut longer = datagram.clone();
+        longer.push(0);
+        assert!(Arrival::new(&longer, seg).is_none());
+        let ip = packet::ip_udp_len(&route) - 8;
+        // To another port, or a UDP length that is not the datagram's.
+        let mut other = datagram.clone();
+        other[ip + 3] ^= 1;
+        assert!(Arrival::new(&other, seg).is_none());
+        let mut other = datagram.clone();
+        other[ip + 5] ^= 4;
+        assert!(Arrival::new(&other, seg).is_none());
+        // Not UDP.
+        let mut other = datagram.clone();
+        other[if route.ipv4 { 9 } else { 6 }] = 6;
+        assert!(Arrival::new(&other, seg).is_none());
+        // More pieces than the kernel cuts a datagram into.
+        let body = datagram.len() - packet::ip_udp_len(&route);
+        let fine = body.div_ceil(UDP_MAX_SEGMENTS);
+        assert_eq!(
+            Arrival::new(&datagram, fine).map(|a| a.count()),
+            Some(body.div_ceil(fine))
+        );
+        assert!(body.div_ceil(fine - 1) > UDP_MAX_SEGMENTS);
+        assert!(Arrival::new(&datagram, fine - 1).is_none());
+        assert!(Arrival::new(&datagram, 1).is_none());
+    }
+}
+
+/// Whatever a sender puts in a datagram and its segment length, the pieces are handled
+/// without a panic, each counted once, and only pieces that are whole packets parse: a
+/// segment length off the packets' boundaries, and bytes flipped anywhere.
+#[test]
+fn any_train_is_handled_piece_by_piece() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for route in routes() {
+        let cars = message(false, false, 4096 + 77, 1024, 3, 5);
+        let (t, datagram) = build_train(&route, &cars);
+        let good = t.segment();
+        let fine = (datagram.len() - packet::ip_udp_len(&route)).div_ceil(UDP_MAX_SEGMENTS);
+        for seg in [
+            fine,
+            fine + 1,
+            41,
+            64,
+            good - 4,
+            good - 1,
+            good + 1,
+            good + 4,
+            65535,
+        ] {
+            let a = Arrival::new(&datagram, seg).expect("headers are fine");
+            let mut head = [0u8; packet::MAX_IP_UDP];
+            let mut ok = 0;
+            for i in 0..a.count() {
+                let body = a.piece(i, &mut head).expect("piece");
+                assert!(body.len() <= seg);
+                ok += usize::from(
+                    packet::parse_parts_with(&head[..a.head_len()], body, icrc::update).is_ok(),
+                );
+            }
+            assert_eq!(ok, 0, "segment {seg}");
+        }
+        for _ in 0..2000 {
+            let mut d = datagram.clone();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() % d.len() as u64) as usize;
+                d[at] ^= 1 << (next() % 8);
+            }
+            let seg = if next() % 4 == 0 {
+                (next() % 2000) as usize
+            } else {
+                good
+            };
+            let Some(a) = Arrival::new(&d, seg) else {
+                continue;
+            };
+            let mut head = [0u8; packet::MAX_IP_UDP];
+            let mut pieces = 0;
+            while let Some(body) = a.piece(pieces, &mut head) {
+                let _ = packet::parse_parts_with(&head[..a.head_len()], body, icrc::update);
+                pieces += 1;
+            }
+            assert_eq!(pieces, a.count());
+        }
+    }
 }
