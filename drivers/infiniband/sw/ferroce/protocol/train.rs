@@ -176,7 +176,7 @@ impl Train {
     /// (`packet::write_transport`) and payload are in place: its pad zeroed and its ICRC,
     /// computed with the CRC step `crc` over the headers of its piece.
     pub(crate) fn seal(&self, buf: &mut [u8], i: usize, crc: icrc::Update) -> Option<()> {
-        let mut head = [0u8; 48];
+        let mut head = [0u8; packet::MAX_IP_UDP];
         let head = head.get_mut(..packet::ip_udp_len(&self.route))?;
         self.piece_head(i, head)?;
         let body = self.body_mut(buf, i)?;
