@@ -20,6 +20,20 @@
  * place.  Every other endpoint gets the pieces, each in its own skb, as a
  * plain UDP socket would.
  *
+ * An endpoint that asks for it (@spread) gets the trains it takes whole from
+ * a work item queued on the next CPU (one per endpoint, so in order: while it
+ * is busy it stays where it runs), and with them every packet that comes
+ * while one waits or is being handled.  On a veth the receiving namespace's
+ * softirq runs on the sender's CPU: without this, the sender's copy out of
+ * its memory and the receiver's copy into its own take turns on one CPU
+ * while the others idle.  So do the packets that come while a work item is
+ * busy on the CPU (an acknowledgement of the train it just took, whose
+ * sender would send its next train from where it handles it).  Any other
+ * plain packet that finds nothing waiting is handed over at once (a small
+ * message's latency pays for no wakeup).  At most netdev_max_backlog packets
+ * of at most ROCE_UDP_BACKLOG_BYTES wait; more are dropped and counted in the
+ * netdev's rx_dropped.
+ *
  * Packets that arrive on the loopback device are dropped: any local process
  * may send those, from any local address, and none of them is a RoCE device's
  * (a device sends to another device of the host through its netdev).
@@ -38,7 +52,10 @@
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
+#include <linux/sched/isolation.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <net/hotdata.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/udp.h>
@@ -63,6 +80,32 @@ static unsigned int roce_udp_net_id __read_mostly;
 
 /* Serialises endpoint changes and socket opening and closing everywhere. */
 static DEFINE_MUTEX(roce_udp_mutex);
+
+/*
+ * Runs the endpoints' work items.  High priority: a CPU's busy-polling
+ * process must not starve the receiver of what it polls for.  Reclaim
+ * capable: block storage (NVMe over Fabrics) completes its I/O through it.
+ */
+static struct workqueue_struct *roce_udp_wq;
+
+/* Packets a work item hands to its endpoint before it lets others run. */
+#define ROCE_UDP_WORK_BATCH 64
+
+/*
+ * What the packets waiting for one endpoint may hold at most (truesize):
+ * a sender's window of trains (256 packets of 4 KiB) several times over.
+ */
+#define ROCE_UDP_BACKLOG_BYTES (16 << 20)
+
+/*
+ * Set while an endpoint's work item hands a packet over on this CPU, and
+ * while the softirqs raised meanwhile run at its end: what an endpoint
+ * receives then (the acknowledgement its own peer sent, which starts that
+ * peer sending again) goes to another CPU too, or both ends of a stream end
+ * up on this one.  Only a hint: a task that preempts the work item sees it
+ * set, and softirqs left to ksoftirqd do not.
+ */
+static DEFINE_PER_CPU(bool, roce_udp_busy);
 
 /* The endpoint of @dev, a netdev of @net; under RCU. */
 static struct roce_udp_endpoint *roce_udp_lookup(struct net *net, struct roce_udp_net *rn,
@@ -128,6 +171,104 @@ static bool roce_udp_takes_whole(const struct roce_udp_endpoint *ep, struct sk_b
 }
 
 /*
+ * The CPU after the current one among the online ones that take unbound
+ * kernel work (not those isolated for other tasks); the current one if
+ * there is none other.
+ */
+static int roce_udp_next_cpu(void)
+{
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_WQ);
+	int cpu = cpumask_next_and(smp_processor_id(), cpu_online_mask, hk);
+
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first_and(cpu_online_mask, hk);
+	return cpu < nr_cpu_ids ? cpu : smp_processor_id();
+}
+
+/*
+ * Hands @skb to @ep (softirq, under rcu_read_lock()): now, or through its
+ * work item on another CPU if @ep spreads and @skb is a train or must stay
+ * behind the packets waiting there.
+ */
+static void roce_udp_deliver(struct roce_udp_endpoint *ep, struct sk_buff *skb, bool train)
+{
+	int cpu;
+
+	if (!ep->spread) {
+		ep->rcv(ep, skb);
+		return;
+	}
+	spin_lock(&ep->backlog.lock);
+	cpu = roce_udp_next_cpu();
+	if (!ep->inflight &&
+	    ((!train && !READ_ONCE(*this_cpu_ptr(&roce_udp_busy))) ||
+	     cpu == smp_processor_id())) {
+		spin_unlock(&ep->backlog.lock);
+		ep->rcv(ep, skb);
+		return;
+	}
+	if (ep->inflight >= READ_ONCE(net_hotdata.max_backlog) ||
+	    ep->inflight_bytes + skb->truesize > ROCE_UDP_BACKLOG_BYTES) {
+		spin_unlock(&ep->backlog.lock);
+		dev_core_stats_rx_dropped_inc(skb->dev);
+		kfree_skb_reason(skb, SKB_DROP_REASON_SOCKET_RCVBUFF);
+		return;
+	}
+	/*
+	 * Its route (which may be held only for this softirq) is of no use
+	 * later; the netdev it came on may be a VLAN that goes meanwhile, the
+	 * endpoint's (whose going purges the queue) stands in for it.
+	 */
+	skb_dst_drop(skb);
+	skb->dev = ep->ndev;
+	__skb_queue_tail(&ep->backlog, skb);
+	ep->inflight++;
+	ep->inflight_bytes += skb->truesize;
+	spin_unlock(&ep->backlog.lock);
+	queue_work_on(cpu, roce_udp_wq, &ep->work);
+}
+
+/*
+ * An endpoint's work item: its waiting packets to its @rcv, as softirq would
+ * (bottom halves disabled, under rcu_read_lock()), in order.
+ */
+static void roce_udp_work(struct work_struct *work)
+{
+	struct roce_udp_endpoint *ep = container_of(work, struct roce_udp_endpoint, work);
+	/* A bound worker's: it stays there (but for CPU hotplug, which this survives). */
+	int cpu = raw_smp_processor_id();
+	unsigned int n, truesize;
+	struct sk_buff *skb;
+
+	for (n = 0; n < ROCE_UDP_WORK_BATCH; n++) {
+		local_bh_disable();
+		spin_lock(&ep->backlog.lock);
+		skb = __skb_dequeue(&ep->backlog);
+		spin_unlock(&ep->backlog.lock);
+		if (!skb) {
+			local_bh_enable();
+			return;
+		}
+		truesize = skb->truesize;
+		/* Kept until the softirqs raised meanwhile have run (bh enabled). */
+		WRITE_ONCE(per_cpu(roce_udp_busy, cpu), true);
+		rcu_read_lock();
+		ep->rcv(ep, skb);
+		rcu_read_unlock();
+		/* Handled: a packet that comes now may be handed over at once. */
+		spin_lock(&ep->backlog.lock);
+		ep->inflight--;
+		ep->inflight_bytes -= truesize;
+		spin_unlock(&ep->backlog.lock);
+		local_bh_enable();
+		WRITE_ONCE(per_cpu(roce_udp_busy, cpu), false);
+		cond_resched();
+	}
+	/* More may wait: behind the other work of this CPU. */
+	queue_work(roce_udp_wq, work);
+}
+
+/*
  * Cuts a GSO packet into its pieces and hands them to @ep one by one, as UDP
  * does for sockets that take no GSO packets (udp_queue_rcv_skb()), counting
  * each piece as a UDP datagram received, as it would (UDP counted the whole
@@ -146,7 +287,7 @@ static void roce_udp_rcv_pieces(struct sock *sk, struct roce_udp_endpoint *ep,
 		skb_mark_not_on_list(skb);
 		__skb_pull(skb, skb_transport_offset(skb));
 		udp_post_segment_fix_csum(skb);
-		ep->rcv(ep, skb);
+		roce_udp_deliver(ep, skb, false);
 		pieces++;
 	}
 	if (pieces > 1)
@@ -168,7 +309,7 @@ static int roce_udp_rcv(struct sock *sk, struct sk_buff *skb)
 		return 0;
 	}
 	if (roce_udp_takes_whole(ep, skb))
-		ep->rcv(ep, skb);
+		roce_udp_deliver(ep, skb, skb_is_gso(skb));
 	else
 		roce_udp_rcv_pieces(sk, ep, skb);
 	return 0;
@@ -283,7 +424,12 @@ int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
 	ep->ndev = ndev;
 	ep->ifindex = ndev->ifindex;
 	ep->rcv = rcv;
+	ep->spread = ep->spread && ep->gso;
 	strscpy(ep->name, name, sizeof(ep->name));
+	skb_queue_head_init(&ep->backlog);
+	ep->inflight = 0;
+	ep->inflight_bytes = 0;
+	INIT_WORK(&ep->work, roce_udp_work);
 	err = xa_insert(&rn->eps, ndev->ifindex, ep, GFP_KERNEL);
 	if (err) {
 		if (!rn->count)
@@ -313,6 +459,11 @@ static void roce_udp_detach(struct roce_udp_endpoint *ep)
 		roce_udp_close(rn);
 	/* Receivers that found @ep run under RCU. */
 	synchronize_net();
+	/* None queues work or packets any more; what waits goes. */
+	cancel_work_sync(&ep->work);
+	skb_queue_purge(&ep->backlog);
+	ep->inflight = 0;
+	ep->inflight_bytes = 0;
 }
 
 /**
@@ -395,12 +546,20 @@ static int __init roce_udp_init(void)
 {
 	int err;
 
+	roce_udp_wq = alloc_workqueue("roce_udp", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!roce_udp_wq)
+		return -ENOMEM;
 	err = register_pernet_subsys(&roce_udp_net_ops);
 	if (err)
-		return err;
+		goto out_wq;
 	err = register_netdevice_notifier(&roce_udp_notifier);
 	if (err)
-		unregister_pernet_subsys(&roce_udp_net_ops);
+		goto out_pernet;
+	return 0;
+out_pernet:
+	unregister_pernet_subsys(&roce_udp_net_ops);
+out_wq:
+	destroy_workqueue(roce_udp_wq);
 	return err;
 }
 
@@ -408,6 +567,7 @@ static void __exit roce_udp_exit(void)
 {
 	unregister_netdevice_notifier(&roce_udp_notifier);
 	unregister_pernet_subsys(&roce_udp_net_ops);
+	destroy_workqueue(roce_udp_wq);
 }
 
 /* After inet_init and inet6_init: see roce_udp_net_exit(). */
