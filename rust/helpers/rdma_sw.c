@@ -102,10 +102,10 @@ void rust_helper_rdma_qp_timer_arm(struct timer_list *t, u32 usecs)
 /*
  * kernel::rdma::sw::wire: an endpoint at the shared RoCEv2 port of @ndev's
  * namespace, for the device @name, receiving @ndev's packets in @rcv, and
- * trains whole if @gso.
+ * trains whole if @gso (on another CPU if @spread).
  */
 struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, const char *name,
-						     roce_udp_rcv_t rcv, bool gso)
+						     roce_udp_rcv_t rcv, bool gso, bool spread)
 {
 	struct roce_udp_endpoint *ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	int err;
@@ -113,6 +113,7 @@ struct roce_udp_endpoint *rust_helper_rdma_wire_open(struct net_device *ndev, co
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
 	ep->gso = gso;
+	ep->spread = spread;
 	err = roce_udp_add(ep, ndev, name, rcv);
 	if (err) {
 		kfree(ep);
@@ -134,11 +135,21 @@ void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
 /*
  * A received packet, linear, from its network header to its end; @segment:
  * 0, or the length of each piece of a train (a linear UDP GSO datagram, as
- * the port hands those over).
+ * the port hands those over); @vouched: a train whose bytes the stack vouches
+ * for (see kernel::rdma::sw::wire::RxPacket::vouched_for).
  */
-int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len, u32 *segment)
+int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len, u32 *segment,
+			     bool *vouched)
 {
 	*segment = 0;
+	/*
+	 * Built by this host's UDP stack (or merged by its GRO, which checked
+	 * each piece's UDP checksum), its checksum left to be filled in; not
+	 * from a source the stack does not vouch for (tun, packet sockets,
+	 * virtio: SKB_GSO_DODGY).
+	 */
+	*vouched = skb_is_gso(skb) && skb->ip_summed == CHECKSUM_PARTIAL &&
+		   !(skb_shinfo(skb)->gso_type & SKB_GSO_DODGY);
 	if (skb_is_gso(skb)) {
 		if (skb_is_nonlinear(skb) ||
 		    (skb_shinfo(skb)->gso_type & ~SKB_GSO_DODGY) != SKB_GSO_UDP_L4)

@@ -42,8 +42,16 @@ pub trait SoftDriver: Driver<QpDeferred = deferred::Deferred> {
     /// GSO datagrams of several packets, which otherwise come cut, one packet at a time.
     const WHOLE_TRAINS: bool = false;
 
+    /// Whether trains taken whole ([`SoftDriver::WHOLE_TRAINS`]) are handed to
+    /// [`SoftDriver::receive`] on another CPU than the one that received them (by a work item
+    /// of the port, in order with the packets that follow them): what the receiver does with a
+    /// train's payload then runs beside the sender, which on a veth shares the receiving CPU.
+    const TRAINS_ON_ANOTHER_CPU: bool = false;
+
     /// A packet arrived for `dev` on a [`wire::Tunnel`] the driver opened, or a train of them
-    /// if the driver takes them ([`SoftDriver::WHOLE_TRAINS`]). Softirq context; the packet is
-    /// freed when this returns.
+    /// if the driver takes them ([`SoftDriver::WHOLE_TRAINS`]). Softirq context, or with
+    /// [`SoftDriver::TRAINS_ON_ANOTHER_CPU`] maybe a work item with bottom halves disabled
+    /// (either way atomic, and no other packet of the device is handed over on this CPU
+    /// meanwhile); the packet is freed when this returns.
     fn receive(dev: &Device<Self>, packet: &wire::RxPacket<'_>);
 }

@@ -14,7 +14,9 @@
 //! UDP GSO datagram of several packets) that a veth passed whole to another namespace comes
 //! whole to a driver that takes them ([`SoftDriver::WHOLE_TRAINS`]): one [`RxPacket`] whose
 //! [`RxPacket::segment`] says where its packets are; other drivers get its packets one by one
-//! (`roce_udp.c` says when the port cuts a train even for a driver that takes them). Packets that
+//! (`roce_udp.c` says when the port cuts a train even for a driver that takes them). A driver
+//! that asks ([`SoftDriver::TRAINS_ON_ANOTHER_CPU`]) gets those trains from the port's work item
+//! on another CPU, bottom halves disabled, in order with the packets that follow. Packets that
 //! arrive on the loopback device (which any local process may send) go to no device.
 //!
 //! To send, the driver asks for a [`TxPacket`] of the packet's full length (IP header
@@ -73,6 +75,7 @@ impl Tunnel {
                 name.as_char_ptr(),
                 Some(receive::<T>),
                 T::WHOLE_TRAINS,
+                T::TRAINS_ON_ANOTHER_CPU,
             )
         })?;
         let ep = NonNull::new(ep).ok_or(ENOMEM)?;
@@ -107,6 +110,7 @@ pub struct RxPacket<'a> {
     data: *const u8,
     len: usize,
     segment: usize,
+    vouched_for: bool,
     _skb: core::marker::PhantomData<&'a bindings::sk_buff>,
 }
 
@@ -129,9 +133,23 @@ impl RxPacket<'_> {
     pub fn segment(&self) -> usize {
         self.segment
     }
+
+    /// Whether the stack vouches for the bytes of this train: its checksum is still to be
+    /// filled in (`CHECKSUM_PARTIAL`) because this host's UDP stack built it (a sender in
+    /// another namespace, through a veth: [`TxPacket::send_train`] or a `UDP_SEGMENT` socket)
+    /// and it has only been in memory since, or because the host's GRO merged it from packets
+    /// whose UDP checksums it checked; and it does not come from a source the stack does not
+    /// vouch for (tun, packet sockets, virtio: `SKB_GSO_DODGY`). The stack trusts the UDP and
+    /// TCP checksums of such packets without computing them. It says nothing of what the
+    /// sender meant (a local sender may write any bytes). Always false for a single packet.
+    pub fn vouched_for(&self) -> bool {
+        self.vouched_for
+    }
 }
 
-/// The endpoint's receive callback: softirq context, under RCU. Always consumes the packet.
+/// The endpoint's receive callback: softirq context (or the port's work item, bottom halves
+/// disabled, for a driver that takes trains on another CPU), under RCU. Always consumes the
+/// packet.
 ///
 /// # Safety
 ///
@@ -144,9 +162,12 @@ unsafe extern "C" fn receive<T: SoftDriver>(
     let mut data = core::ptr::null();
     let mut len = 0u32;
     let mut segment = 0u32;
+    let mut vouched_for = false;
     // SAFETY: `skb` is ours; the out-pointers are valid. On success `data` and `len` describe
     // the linear packet from its network header on.
-    let ok = unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len, &mut segment) } == 0;
+    let ok =
+        unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len, &mut segment, &mut vouched_for) }
+            == 0;
     let mut consumed = false;
     if ok {
         // SAFETY: `ep` is valid while callbacks may run (the tunnel removes it, waiting for
@@ -159,6 +180,7 @@ unsafe extern "C" fn receive<T: SoftDriver>(
                 data,
                 len: len as usize,
                 segment: segment as usize,
+                vouched_for,
                 _skb: core::marker::PhantomData,
             };
             T::receive(&*dev, &packet);
