@@ -342,6 +342,8 @@ impl rdma::Driver for Ferroce {
 impl SoftDriver for Ferroce {
     // `engine/receive.rs` walks the packets of a train itself (`protocol/train.rs`).
     const WHOLE_TRAINS: bool = true;
+    // What a train's payload costs (its placement and ICRC) runs beside the sender.
+    const TRAINS_ON_ANOTHER_CPU: bool = true;
 
     fn qp_timer(q: &Qp<Self>) {
         crate::engine::rc::timer(q);
