@@ -15,7 +15,10 @@
 #   - every UDP datagram to port 4791 of each namespace is accounted for by
 #     its device's counters (bad_pkts + no_qp_pkts + rcvd_pkts, where a
 #     train taken whole is one datagram of rcvd_train_pkts pieces), and the
-#     packets sent with a bad ICRC are among bad_pkts;
+#     single packets sent with a bad ICRC are among bad_pkts (the pieces of
+#     trains are not: their sender's UDP socket left the checksums to fill
+#     in, so the device takes their ICRCs on trust and their transport
+#     headers meet its other checks instead);
 #   - a fresh integrity run passes on the same devices, and rdma_cm still
 #     connects them (rping; QP 1 survived the datagrams);
 #   - the devices go and the module unloads;

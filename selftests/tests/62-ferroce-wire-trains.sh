@@ -20,6 +20,8 @@
 #    sees datagrams longer than the MTU, so the stack was crossed once per
 #    train, and the receiving device took them whole (rcvd_trains), every
 #    packet of them (no bad_pkts), over IPv4 and IPv6.
+# 3. The ICRCs of a train's packets (which never crossed a link) are taken
+#    on trust, those of single IP packets checked.
 # rdma_rxe as the receiver of trains (the RoCEv2 port cuts them for it),
 # and the integrity of data that came in whole trains: test 42.
 . "$(dirname "$0")/../lib.sh"
@@ -130,5 +132,39 @@ echo "trains received whole: ferroce1 (WRITEs) $w1, ferroce2 (READ responses) $w
 for d in ferroce1 ferroce2; do
 	[ "$(counter $d bad_pkts)" = 0 ] || fail "$d: bad_pkts $(counter $d bad_pkts)"
 done
+
+# 3. Where the ICRC is taken on trust (Documentation/wire.rst): the packets
+#    of a train from a local UDP socket never crossed a link (its checksums
+#    are left to be filled in), so ferroce1 does not compute their ICRCs; a
+#    packet that comes as a plain IP packet (a raw socket writes every byte)
+#    has its ICRC checked.  Each is a SEND to a QP that does not exist, with
+#    a wrong ICRC: checked, it counts in bad_pkts; trusted, it goes on to the
+#    QP lookup (no_qp_pkts).
+bad=$(counter ferroce1 bad_pkts)
+noqp=$(counter ferroce1 no_qp_pkts)
+whole=$(counter ferroce1 rcvd_trains)
+in_ns ftrb python3 - 10.83.0.2 10.83.0.1 "$(dirname "$0")/../progs" <<'EOF' ||
+import sys
+sys.path.insert(0, sys.argv[3])
+import roce_packet as rp
+src, dst = sys.argv[1], sys.argv[2]
+transport = rp.bth(rp.SEND_ONLY, 0xFFFFF0, 0) + bytes(256)
+single = rp.Sender()
+for _ in range(10):
+    single.send(rp.ipv4_packet(src, dst, transport, good_icrc=False))
+train = rp.TrainSender(src, 0xC0DE)
+for _ in range(10):
+    pieces = [rp.train_piece(src, dst, 0xC0DE, i, transport, good_icrc=False) for i in range(4)]
+    train.send(dst, b"".join(pieces), len(pieces[0]))
+EOF
+	fail "cannot send the packets with wrong ICRCs"
+sleep 1
+bad=$(($(counter ferroce1 bad_pkts) - bad))
+noqp=$(($(counter ferroce1 no_qp_pkts) - noqp))
+whole=$(($(counter ferroce1 rcvd_trains) - whole))
+echo "wrong ICRCs: 10 single packets counted bad $bad; 10 trains ($whole taken whole) of 4, to no QP $noqp"
+[ "$whole" = 10 ] || fail "ferroce1 took $whole of the 10 trains whole"
+[ "$bad" = 10 ] || fail "ferroce1 counted $bad bad packets, not the 10 single ones"
+[ "$noqp" = 40 ] || fail "ferroce1 took $noqp of the 40 train packets on trust to the QP lookup"
 no_objects_left 5 ferroce1 ferroce2
 echo "trains on the wire are standard RoCEv2 packets, cut before the veth or taken whole after it"

@@ -354,7 +354,12 @@ impl SoftDriver for Ferroce {
     }
 
     fn receive(dev: &Device<Self>, packet: &RxPacket<'_>) {
-        crate::engine::receive::receive(dev, packet.bytes(), packet.segment());
+        crate::engine::receive::receive(
+            dev,
+            packet.bytes(),
+            packet.segment(),
+            packet.vouched_for(),
+        );
     }
 }
 

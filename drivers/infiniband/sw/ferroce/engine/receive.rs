@@ -13,7 +13,7 @@ use crate::{
         qp::{self, RECV_WQE_MAX},
     },
     protocol::{
-        opcode,
+        icrc, opcode,
         packet::{self, Parsed, Reject},
         train::Arrival,
     },
@@ -21,9 +21,16 @@ use crate::{
 };
 
 /// A packet for this device (softirq), or a train of them that arrived whole (`segment`: the
-/// length of its pieces, see `RxPacket::segment`): each checked, then given to its QP.
-pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8], segment: usize) {
-    let crc = kernel::rdma::sw::wire::crc32_le;
+/// length of its pieces, see `RxPacket::segment`): each checked, then given to its QP. The
+/// ICRCs of a train whose bytes the stack vouches for (`vouched`, see
+/// `RxPacket::vouched_for`) are taken on trust (`icrc::Check::Trusted`); every other check
+/// applies to its packets as to any packet.
+pub(crate) fn receive(dev: &Device<Ferroce>, bytes: &[u8], segment: usize, vouched: bool) {
+    let crc = if vouched && segment > 0 {
+        icrc::Check::Trusted
+    } else {
+        icrc::Check::With(kernel::rdma::sw::wire::crc32_le)
+    };
     if segment == 0 {
         deliver(dev, packet::parse_with(bytes, crc));
         return;

@@ -64,6 +64,20 @@ pub(crate) fn compute(packet: &[u8]) -> Option<u32> {
 /// inversions): `update` itself, or a faster one (the kernel's `crc32_le`).
 pub(crate) type Update = fn(u32, &[u8]) -> u32;
 
+/// What a receiver does with a packet's ICRC.
+#[derive(Clone, Copy)]
+pub(crate) enum Check {
+    /// Computes it with this CRC step and refuses the packet if it differs from the one the
+    /// packet carries.
+    With(Update),
+    /// Takes it on trust: the stack vouches for the packet's bytes (it built the train the
+    /// packet came in, which has only been in memory since, or checked each piece's UDP
+    /// checksum when it merged them), as it trusts UDP and TCP checksums it left to be filled
+    /// in. A sender that writes a wrong ICRC on purpose gains nothing by it: one that writes
+    /// a right one reaches the same code.
+    Trusted,
+}
+
 /// [`compute`] with the CRC step `update`.
 pub(crate) fn compute_with(packet: &[u8], update: Update) -> Option<u32> {
     let ip = ip_bytes(packet)?;

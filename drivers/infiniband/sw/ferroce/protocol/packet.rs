@@ -546,11 +546,12 @@ pub(crate) struct Parsed<'a> {
 // The kernel passes its own CRC step (`*_with`); the host tests use the table.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn parse(packet: &[u8]) -> Result<Parsed<'_>, Reject> {
-    parse_with(packet, icrc::update)
+    parse_with(packet, icrc::Check::With(icrc::update))
 }
 
-/// [`parse`] with the CRC step `crc` for the ICRC.
-pub(crate) fn parse_with(packet: &[u8], crc: icrc::Update) -> Result<Parsed<'_>, Reject> {
+/// [`parse`] with the ICRC checked as `crc` says (computed with another CRC step, or taken on
+/// trust: then only its presence is checked).
+pub(crate) fn parse_with(packet: &[u8], crc: icrc::Check) -> Result<Parsed<'_>, Reject> {
     let f = frame(packet, packet.len())?;
     let head = packet.get(..f.bth()).ok_or(Reject::Malformed)?;
     let body = packet.get(f.bth()..f.len).ok_or(Reject::Malformed)?;
@@ -563,7 +564,7 @@ pub(crate) fn parse_with(packet: &[u8], crc: icrc::Update) -> Result<Parsed<'_>,
 pub(crate) fn parse_parts_with<'a>(
     head: &'a [u8],
     body: &'a [u8],
-    crc: icrc::Update,
+    crc: icrc::Check,
 ) -> Result<Parsed<'a>, Reject> {
     let f = frame(head, head.len().saturating_add(body.len()))?;
     if head.len() != f.bth() {
@@ -574,13 +575,13 @@ pub(crate) fn parse_parts_with<'a>(
 }
 
 /// The ICRC of a packet given as its IP and UDP headers `head` and its `body` (BTH to the end
-/// of the ICRC), which `f` framed, checked; then the rest decoded and checked as [`parse`]
-/// says.
+/// of the ICRC), which `f` framed, checked as `crc` says; then the rest decoded and checked as
+/// [`parse`] says.
 fn decode<'a>(
     head: &'a [u8],
     body: &'a [u8],
     f: &Frame,
-    crc: icrc::Update,
+    crc: icrc::Check,
 ) -> Result<Parsed<'a>, Reject> {
     let end = body
         .len()
@@ -588,8 +589,10 @@ fn decode<'a>(
         .ok_or(Reject::Malformed)?;
     let wire = body.get(end..).and_then(|b| b.first_chunk::<ICRC_BYTES>());
     let wire = u32::from_le_bytes(*wire.ok_or(Reject::Malformed)?);
-    if icrc::compute_parts(head, body.get(..end).ok_or(Reject::Malformed)?, crc) != Some(wire) {
-        return Err(Reject::BadIcrc);
+    if let icrc::Check::With(crc) = crc {
+        if icrc::compute_parts(head, body.get(..end).ok_or(Reject::Malformed)?, crc) != Some(wire) {
+            return Err(Reject::BadIcrc);
+        }
     }
     let (bth, layout, payload_len) = transport(body)?;
     let payload_at = layout.header_bytes();

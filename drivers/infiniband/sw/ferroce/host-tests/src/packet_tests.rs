@@ -395,6 +395,27 @@ fn builder_refuses_what_it_cannot_send() {
     assert_eq!(packet::finish(&mut [0x45; 60]), None);
 }
 
+/// A packet that never crossed a link has its ICRC taken on trust: a wrong one changes nothing
+/// of what it parses to, and everything else is checked as always.
+#[test]
+fn trusted_icrc_is_not_computed_but_the_rest_is_checked() {
+    for (p, ..) in rxe_fixtures() {
+        let good = packet::parse(&p).unwrap();
+        let mut q = p.clone();
+        let last = q.len() - 1;
+        q[last] ^= 0x5a;
+        assert_eq!(packet::parse(&q), Err(Reject::BadIcrc));
+        assert_eq!(packet::parse_with(&q, icrc::Check::Trusted), Ok(good));
+        // Still framed and decoded: a packet cut short, or one whose transport version is
+        // not 0, is refused without an ICRC to compare.
+        assert!(packet::parse_with(&q[..q.len() - 6], icrc::Check::Trusted).is_err());
+        let ip = if p[0] >> 4 == 4 { 20 } else { 40 };
+        let mut v = q.clone();
+        v[ip + 8 + 1] |= 0x01;
+        assert!(packet::parse_with(&v, icrc::Check::Trusted).is_err());
+    }
+}
+
 /// Flipping any bit of an rxe packet either leaves it valid (the fields routers may change,
 /// which the ICRC masks) or gets it refused; past the IP and UDP fields that say what the
 /// packet is, by the ICRC.
