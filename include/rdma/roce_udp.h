@@ -51,8 +51,8 @@ typedef void (*roce_udp_rcv_t)(struct roce_udp_endpoint *ep, struct sk_buff *skb
  * @ifindex: @ndev's index in the namespace when added
  * @rn: the namespace's receive point while added; NULL before and after
  * @backlog: the packets waiting for @work (@spread), under its own lock
- * @inflight: how many packets @backlog holds or @work is handling, under
- *	@backlog's lock
+ * @inflight: how many packets @backlog holds or @work is handling, changed
+ *	under @backlog's lock (read without it for a plain packet's fast path)
  * @inflight_bytes: their truesize, likewise
  * @work: hands the packets of @backlog to @rcv
  *

@@ -194,15 +194,20 @@ static void roce_udp_deliver(struct roce_udp_endpoint *ep, struct sk_buff *skb, 
 {
 	int cpu;
 
-	if (!ep->spread) {
+	/*
+	 * A plain packet with nothing waiting: at once, without the lock.  A
+	 * packet this CPU queued before is seen (its own write), and one queued
+	 * by another CPU need not be waited for (no order holds across CPUs).
+	 */
+	if (!ep->spread ||
+	    (!train && !READ_ONCE(ep->inflight) && !READ_ONCE(*this_cpu_ptr(&roce_udp_busy)))) {
 		ep->rcv(ep, skb);
 		return;
 	}
-	spin_lock(&ep->backlog.lock);
 	cpu = roce_udp_next_cpu();
-	if (!ep->inflight &&
-	    ((!train && !READ_ONCE(*this_cpu_ptr(&roce_udp_busy))) ||
-	     cpu == smp_processor_id())) {
+	spin_lock(&ep->backlog.lock);
+	if (!ep->inflight && cpu == smp_processor_id()) {
+		/* No other CPU to hand it to, and nothing to wait behind. */
 		spin_unlock(&ep->backlog.lock);
 		ep->rcv(ep, skb);
 		return;
@@ -222,7 +227,7 @@ static void roce_udp_deliver(struct roce_udp_endpoint *ep, struct sk_buff *skb, 
 	skb_dst_drop(skb);
 	skb->dev = ep->ndev;
 	__skb_queue_tail(&ep->backlog, skb);
-	ep->inflight++;
+	WRITE_ONCE(ep->inflight, ep->inflight + 1);
 	ep->inflight_bytes += skb->truesize;
 	spin_unlock(&ep->backlog.lock);
 	queue_work_on(cpu, roce_udp_wq, &ep->work);
@@ -257,7 +262,7 @@ static void roce_udp_work(struct work_struct *work)
 		rcu_read_unlock();
 		/* Handled: a packet that comes now may be handed over at once. */
 		spin_lock(&ep->backlog.lock);
-		ep->inflight--;
+		WRITE_ONCE(ep->inflight, ep->inflight - 1);
 		ep->inflight_bytes -= truesize;
 		spin_unlock(&ep->backlog.lock);
 		local_bh_enable();

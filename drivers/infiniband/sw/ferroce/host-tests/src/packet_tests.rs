@@ -395,8 +395,8 @@ fn builder_refuses_what_it_cannot_send() {
     assert_eq!(packet::finish(&mut [0x45; 60]), None);
 }
 
-/// A packet that never crossed a link has its ICRC taken on trust: a wrong one changes nothing
-/// of what it parses to, and everything else is checked as always.
+/// A packet whose ICRC is taken on trust (one of a train the stack vouches for): a wrong ICRC
+/// changes nothing of what it parses to, and everything else is checked as always.
 #[test]
 fn trusted_icrc_is_not_computed_but_the_rest_is_checked() {
     for (p, ..) in rxe_fixtures() {
