@@ -10,9 +10,10 @@
 #   rest:    its second half (PSN 104, va + 4 KiB, 4 KiB): 4 packets;
 #   forged:  its PSN with another length (PSN 100, 64 KiB): dropped.
 # Prints B's sent_pkts for each, as "CASE PACKETS" lines.  Then A reads 1 MiB
-# (1024 response packets, one request): B sends 16 of them from the softirq
-# that took the request and the rest from the QP's work item; prints
-# "paced PACKETS" (B's paced_pkts).
+# (1024 response packets, asked for in a few requests of a window each): B
+# sends at most 16 of them from the softirq that took each request and the
+# rest from the QP's work item; prints "paced PACKETS" (B's paced_pkts),
+# "replies PACKETS" (B's sent_pkts) and "requests PACKETS" (B's rcvd_pkts).
 #
 # usage: dup-read.py DEV_A GIDX_A IP_A NS_A DEV_B GIDX_B IP_B
 #        dup-read.py --inject IP_A IP_B QPN_B VA RKEY CASE
@@ -102,6 +103,8 @@ for case in ["stale", "again", "rest", "forged"]:
 
 big_a, big_b = MR(pd_a, 1 << 20, access), MR(pd_b, 1 << 20, access)
 big_b.write(bytes(range(251)) * 4177 + bytes((1 << 20) - 251 * 4177), 1 << 20)
-before = counter(dev_b, "paced_pkts")
+names = ["paced_pkts", "sent_pkts", "rcvd_pkts"]
+before = [counter(dev_b, n) for n in names]
 read(0, 1 << 20, big_a, big_b)
-print("paced", counter(dev_b, "paced_pkts") - before, flush=True)
+for label, n, b in zip(["paced", "replies", "requests"], names, before):
+    print(label, counter(dev_b, n) - b, flush=True)
