@@ -362,6 +362,13 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// The device executes `IB_WR_ATOMIC_WRITE` (8 bytes stored in one piece, RC).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+    /// The device executes RDMA FLUSH with the global visibility placement type (RC); ib_core
+    /// then lets memory be registered with `IB_ACCESS_FLUSH_GLOBAL`.
+    pub const FLUSH_GLOBAL: u64 = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
+    /// The device executes RDMA FLUSH with the persistence placement type (RC); ib_core then
+    /// lets memory be registered with `IB_ACCESS_FLUSH_PERSISTENT`.
+    pub const FLUSH_PERSISTENT: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64;
     /// The device offers the memory management extensions to kernel users: fast registration
     /// (`alloc_mr`, `map_mr_sg`, `IB_WR_REG_MR`), `IB_WR_LOCAL_INV` and `IB_WR_SEND_WITH_INV`.
     /// ULPs that register memory per I/O (nvme-rdma, iSER, NFS/RDMA) require it.

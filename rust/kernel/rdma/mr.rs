@@ -32,6 +32,11 @@ pub mod access {
     pub const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
     /// Memory windows may be bound to it.
     pub const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+    /// Peers may ask for its writes to be made globally visible (RDMA FLUSH, IBTA 1.5 A19).
+    pub const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    /// Peers may ask for its writes to be made persistent (RDMA FLUSH); only persistent memory
+    /// can grant it.
+    pub const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
     /// Flags a device may ignore (relaxed ordering and the rest of the optional range).
     pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }
