@@ -1075,6 +1075,12 @@ AT(struct ferroce_send_wqe, wr.ud.remote_qkey, 40);
 AT(struct ferroce_send_wqe, wr.atomic_write.remote_addr, 32);
 AT(struct ferroce_send_wqe, wr.atomic_write.rkey, 40);
 AT(struct ferroce_send_wqe, wr.atomic_write.value, 48);
+/* provider/ring (layout::SEND_FLUSH_*) and the kernel read a FLUSH's fields here. */
+AT(struct ferroce_send_wqe, wr.flush.remote_addr, 32);
+AT(struct ferroce_send_wqe, wr.flush.length, 40);
+AT(struct ferroce_send_wqe, wr.flush.rkey, 48);
+AT(struct ferroce_send_wqe, wr.flush.type, 52);
+AT(struct ferroce_send_wqe, wr.flush.level, 53);
 /* send_ops_ok: bit n of send_ops_flags is opcode n, up to SEND_WITH_INV. */
 static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 		      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM ==
@@ -1089,6 +1095,7 @@ static_assert(IBV_QP_EX_WITH_RDMA_WRITE == 1 << IBV_WR_RDMA_WRITE &&
 		      IBV_QP_EX_WITH_LOCAL_INV == 1 << IBV_WR_LOCAL_INV &&
 		      IBV_QP_EX_WITH_BIND_MW == 1 << IBV_WR_BIND_MW &&
 		      IBV_QP_EX_WITH_SEND_WITH_INV == 1 << IBV_WR_SEND_WITH_INV &&
+		      IBV_QP_EX_WITH_FLUSH == 1 << 11 &&
 		      IBV_QP_EX_WITH_ATOMIC_WRITE == 1 << 12,
 	      "IBV_QP_EX_WITH_* as in provider/ring (send_ops_ok)");
 
@@ -1098,7 +1105,8 @@ static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_RDMA_WRITE_WITH_IMM == 1 &&
 		      IBV_WR_RDMA_READ == 4 && IBV_WR_ATOMIC_CMP_AND_SWP == 5 &&
 		      IBV_WR_ATOMIC_FETCH_AND_ADD == 6 &&
 		      IBV_WR_LOCAL_INV == 7 && IBV_WR_BIND_MW == 8 &&
-		      IBV_WR_SEND_WITH_INV == 9 && IBV_WR_ATOMIC_WRITE == 15,
+		      IBV_WR_SEND_WITH_INV == 9 && IBV_WR_FLUSH == 14 &&
+		      IBV_WR_ATOMIC_WRITE == 15,
 	      "enum ibv_wr_opcode as in provider/ring (mod opcode)");
 static_assert(IBV_QPT_RC == 2 && IBV_QPT_UC == 3 && IBV_QPT_UD == 4,
 	      "enum ibv_qp_type as in provider/ring (mod qp_type)");
@@ -1455,6 +1463,21 @@ static void ferroce_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 	ferroce_wr_begin(ibqpx, &w);
 }
 
+static void ferroce_wr_flush(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			     uint64_t remote_addr, size_t len, uint8_t type,
+			     uint8_t level)
+{
+	struct ferroce_send_wqe w = { .opcode = IBV_WR_FLUSH };
+
+	/* No SGE: a FLUSH moves no bytes. provider/ring checks type and level. */
+	w.wr.flush.remote_addr = remote_addr;
+	w.wr.flush.length = len;
+	w.wr.flush.rkey = rkey;
+	w.wr.flush.type = type;
+	w.wr.flush.level = level;
+	ferroce_wr_begin(ibqpx, &w);
+}
+
 static void ferroce_wr_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey,
 			       uint64_t addr, uint32_t length)
 {
@@ -1560,6 +1583,8 @@ static void set_qp_ex_ops(struct ibv_qp_ex *x, uint64_t ops)
 		x->wr_local_inv = ferroce_wr_local_inv;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		x->wr_atomic_write = ferroce_wr_atomic_write;
+	if (ops & IBV_QP_EX_WITH_FLUSH)
+		x->wr_flush = ferroce_wr_flush;
 	if (ops & IBV_QP_EX_WITH_BIND_MW)
 		x->wr_bind_mw = ferroce_wr_bind_mw;
 	x->wr_set_sge = ferroce_wr_set_sge;
@@ -1667,6 +1692,15 @@ static struct ibv_qp *ferroce_create_qp_ex(struct ibv_context *context,
 	}
 
 	comp_mask = lib_qp_comp_mask(qp);
+	/*
+	 * Under libibverbs 44 wr_flush is where the library keeps its
+	 * comp_mask (it sets VERBS_QP_EX there): no FLUSH for such a QP.  An
+	 * application built against 44's headers cannot ask for it anyway.
+	 */
+	if (comp_mask == old_qp_comp_mask(qp) &&
+	    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & IBV_QP_EX_WITH_FLUSH))
+		comp_mask = NULL;
 	ret = comp_mask ? qp_map_rings(context, qp, attr->qp_type, &attr->cap,
 				       attr->srq, &resp.drv_payload) :
 			  EOPNOTSUPP;

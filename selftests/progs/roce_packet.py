@@ -26,6 +26,10 @@ def reth(va, rkey, length):
     return struct.pack(">QII", va, rkey, length)
 
 
+def feth(placement, selectivity):
+    return struct.pack(">I", ((selectivity & 3) << 4) | (placement & 0xF))
+
+
 def aeth(syndrome, msn):
     return struct.pack(">I", ((syndrome & 0xFF) << 24) | (msn & 0xFFFFFF))
 
@@ -48,7 +52,7 @@ def ieth(rkey):
 
 # The extension headers after the BTH of every opcode IBTA defines (RC, UC, UD),
 # in order, and whether it carries a payload: R(ETH), A(ETH), X (AtomicETH),
-# K (AtomicAckETH), I(mmDt), V (IETH), D(ETH).
+# K (AtomicAckETH), I(mmDt), V (IETH), D(ETH), F(ETH).
 LAYOUT = {}
 for base, ops in ((0x00, 0x18), (0x20, 0x0C)):
     for o in range(ops):
@@ -61,6 +65,7 @@ for base, ops in ((0x00, 0x18), (0x20, 0x0C)):
         }.get(o, ("", True))
         if hdrs is not None:
             LAYOUT[base | o] = (hdrs, payload)
+LAYOUT[0x1C] = ("FR", False)  # RC FLUSH
 LAYOUT[0x1D] = ("R", True)   # RC ATOMIC_WRITE
 LAYOUT[0x64] = ("D", True)   # UD SEND_ONLY
 LAYOUT[0x65] = ("DI", True)  # UD SEND_ONLY_WITH_IMMEDIATE

@@ -169,6 +169,23 @@ struct ferroce_send_wqe {
 			__u32 reserved;
 			__u8 value[8];
 		} atomic_write;
+		/*
+		 * IBV_WR_FLUSH (RC, ibv_wr_flush only): the responder makes
+		 * the memory written before it visible to every reader
+		 * (type IBV_FLUSH_GLOBAL; IBV_FLUSH_PERSISTENT: persistent),
+		 * length bytes at remote_addr (level IBV_FLUSH_RANGE; at most
+		 * 2^31 - 1, IBTA A19) or the whole region rkey names
+		 * (IBV_FLUSH_MR).
+		 * The WQE has no SGEs.
+		 */
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 length;
+			__u32 rkey;
+			__u8 type;
+			__u8 level;
+			__u16 reserved;
+		} flush;
 		struct {
 			__u32 ah_num;
 			__u32 remote_qpn;

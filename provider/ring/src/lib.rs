@@ -66,6 +66,10 @@ pub mod layout {
     pub const SEND_UD_AH_NUM: usize = 32;
     pub const SEND_UD_REMOTE_QPN: usize = 36;
     pub const SEND_UD_REMOTE_QKEY: usize = 40;
+    /// `struct ferroce_send_wqe`: `wr.flush.length`, `wr.flush.type` and `wr.flush.level`.
+    pub const SEND_FLUSH_LENGTH: usize = 40;
+    pub const SEND_FLUSH_TYPE: usize = 52;
+    pub const SEND_FLUSH_LEVEL: usize = 53;
 }
 
 /// `enum ibv_wr_opcode`.
@@ -80,6 +84,8 @@ pub mod opcode {
     pub const LOCAL_INV: u32 = 7;
     pub const BIND_MW: u32 = 8;
     pub const SEND_WITH_INV: u32 = 9;
+    /// `ibv_wr_flush` only: `struct ibv_send_wr` has no fields for its type and level.
+    pub const FLUSH: u32 = 14;
     /// `ibv_wr_atomic_write` only: `struct ibv_send_wr` has no field for its 8 bytes.
     pub const ATOMIC_WRITE: u32 = 15;
 }
@@ -128,6 +134,7 @@ pub fn opcode_allowed(qp_type: u32, opcode: u32) -> bool {
                 | LOCAL_INV
                 | BIND_MW
                 | ATOMIC_WRITE
+                | FLUSH
         ),
         _ => false,
     }
@@ -155,9 +162,9 @@ pub fn check_send_wr(caps: &WqCaps, header: &[u8; 64], sges: &[Sge]) -> Result<(
             .unwrap(),
     );
     let length: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
-    if opcode == opcode::ATOMIC_WRITE {
-        // Its value has no place in `struct ibv_send_wr` (rdma-core offers it through
-        // `ibv_wr_atomic_write` only).
+    if opcode == opcode::ATOMIC_WRITE || opcode == opcode::FLUSH {
+        // Its value (a FLUSH's type and level) has no place in `struct ibv_send_wr`
+        // (rdma-core offers them through `ibv_wr_atomic_write` and `ibv_wr_flush` only).
         return Err(errno::EINVAL);
     }
     check_send(caps, opcode, flags, remote_addr, sges.len(), length)
@@ -180,6 +187,11 @@ pub fn check_send(
     if is_atomic(opcode) && (length < 8 || remote_addr & 7 != 0) {
         return Err(errno::EINVAL);
     }
+    // A FLUSH moves no bytes: no SGEs, no inline data.
+    if opcode == opcode::FLUSH && (num_sge != 0 || length != 0 || flags & layout::SEND_INLINE != 0)
+    {
+        return Err(errno::EINVAL);
+    }
     // ATOMIC_WRITE carries its 8 bytes in the WQE: no SGEs, no inline data, an aligned target.
     if opcode == opcode::ATOMIC_WRITE
         && (num_sge != 0 || length != 0 || flags & layout::SEND_INLINE != 0 || remote_addr & 7 != 0)
@@ -188,6 +200,47 @@ pub fn check_send(
     }
     if flags & layout::SEND_INLINE != 0
         && (length > u64::from(caps.max_inline) || opcode == opcode::RDMA_READ || is_atomic(opcode))
+    {
+        return Err(errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// `IBV_FLUSH_GLOBAL`, `IBV_FLUSH_PERSISTENT`; `IBV_FLUSH_RANGE`, `IBV_FLUSH_MR`.
+pub mod flush {
+    pub const GLOBAL: u8 = 1;
+    pub const PERSISTENT: u8 = 2;
+    pub const RANGE: u8 = 0;
+    pub const MR: u8 = 1;
+    /// The longest range: "RETH:DMALen field shall be between zero and (2^31 - 1) bytes"
+    /// (IBTA 1.5 A19).
+    pub const MAX_RANGE: u64 = (1 << 31) - 1;
+}
+
+/// Checks what a FLUSH work request's header (`wr.flush`) asks for, as the kernel will: one or
+/// both placement types and nothing else, a range or a region, a range of at most 2^31 - 1
+/// bytes. Other work requests pass.
+pub fn check_flush(header: &[u8; 64]) -> Result<(), i32> {
+    let opcode = u32::from_ne_bytes(
+        header[layout::SEND_OPCODE..layout::SEND_OPCODE + 4]
+            .try_into()
+            .unwrap(),
+    );
+    if opcode != opcode::FLUSH {
+        return Ok(());
+    }
+    let length = u64::from_ne_bytes(
+        header[layout::SEND_FLUSH_LENGTH..layout::SEND_FLUSH_LENGTH + 8]
+            .try_into()
+            .unwrap(),
+    );
+    let ty = header[layout::SEND_FLUSH_TYPE];
+    let level = header[layout::SEND_FLUSH_LEVEL];
+    let types = flush::GLOBAL | flush::PERSISTENT;
+    if ty == 0
+        || ty & !types != 0
+        || !matches!(level, flush::RANGE | flush::MR)
+        || (level == flush::RANGE && length > flush::MAX_RANGE)
     {
         return Err(errno::EINVAL);
     }
@@ -1407,6 +1460,7 @@ mod tests {
                 LOCAL_INV,
                 BIND_MW,
                 ATOMIC_WRITE,
+                FLUSH,
             ],
         );
         allowed(0, &[]);
@@ -1452,7 +1506,16 @@ mod tests {
                 vec![sge(4)],
             ),
             ("TSO", header(1, 10, 0, 0), vec![]),
-            ("ATOMIC_WRITE by ibv_post_send", header(1, ATOMIC_WRITE, 0, 0x1000), vec![]),
+            (
+                "ATOMIC_WRITE by ibv_post_send",
+                header(1, ATOMIC_WRITE, 0, 0x1000),
+                vec![],
+            ),
+            (
+                "FLUSH by ibv_post_send",
+                header(1, FLUSH, 0, 0x1000),
+                vec![],
+            ),
             ("unknown opcode", header(1, 99, 0, 0), vec![sge(1)]),
         ];
         for (what, header, sges) in refused {

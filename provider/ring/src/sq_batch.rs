@@ -124,7 +124,9 @@ impl WqState {
                 .unwrap(),
         );
         let num_sge = b.u32_at(layout::SEND_NUM_SGE) as usize;
-        if let Err(e) = check_send(&self.caps, opcode, flags, remote_addr, num_sge, b.length) {
+        if let Err(e) = check_send(&self.caps, opcode, flags, remote_addr, num_sge, b.length)
+            .and_then(|()| check_flush(&b.header))
+        {
             b.fail(e);
             return;
         }
@@ -389,11 +391,12 @@ pub unsafe extern "C" fn ferroce_sq_batch_complete(
 }
 
 /// The `enum ibv_wr_opcode` of bit `bit` of `send_ops_flags` (`IBV_QP_EX_WITH_*`): bit n is
-/// opcode n for the ten opcodes up to `IBV_WR_SEND_WITH_INV`, bit 12 is ATOMIC_WRITE; `None`
-/// for TSO (10), FLUSH (11) and unknown bits, which ferroce does not implement.
+/// opcode n for the ten opcodes up to `IBV_WR_SEND_WITH_INV`, bit 11 is FLUSH and bit 12
+/// ATOMIC_WRITE; `None` for TSO (10) and unknown bits, which ferroce does not implement.
 fn send_op_of_bit(bit: u32) -> Option<u32> {
     match bit {
         0..=opcode::SEND_WITH_INV => Some(bit),
+        11 => Some(opcode::FLUSH),
         12 => Some(opcode::ATOMIC_WRITE),
         _ => None,
     }
@@ -557,6 +560,22 @@ mod tests {
             ("opcode the QP type lacks", |st, b| {
                 st.batch_begin(b, &header(9, 10, 0, 0));
             }),
+            ("FLUSH with an SGE", |st, b| {
+                st.batch_begin(b, &flush_header(flush::GLOBAL, flush::RANGE, 64));
+                st.batch_sges(b, &[sge(8)]);
+            }),
+            ("FLUSH of no placement type", |st, b| {
+                st.batch_begin(b, &flush_header(0, flush::RANGE, 64));
+            }),
+            ("FLUSH of an undefined placement type", |st, b| {
+                st.batch_begin(b, &flush_header(4 | flush::GLOBAL, flush::RANGE, 64));
+            }),
+            ("FLUSH of an undefined level", |st, b| {
+                st.batch_begin(b, &flush_header(flush::GLOBAL, 2, 64));
+            }),
+            ("FLUSH of a range past 2^31 - 1 bytes", |st, b| {
+                st.batch_begin(b, &flush_header(flush::GLOBAL, flush::RANGE, 1 << 31));
+            }),
         ];
         for (what, step) in cases {
             let (mut mem, mut st) = sq(8, 256, rc());
@@ -577,6 +596,38 @@ mod tests {
             let e0 = entry(&mem, 256, 0);
             assert_eq!(u64::from_ne_bytes(e0[0..8].try_into().unwrap()), 3);
         }
+    }
+
+    /// A FLUSH header (`wr.flush`) of `length` bytes for `ty` at `level`.
+    fn flush_header(ty: u8, level: u8, length: u64) -> [u8; 64] {
+        let mut h = header(9, opcode::FLUSH, 0, 0x1000);
+        h[layout::SEND_FLUSH_LENGTH..layout::SEND_FLUSH_LENGTH + 8]
+            .copy_from_slice(&length.to_ne_bytes());
+        h[layout::SEND_FLUSH_TYPE] = ty;
+        h[layout::SEND_FLUSH_LEVEL] = level;
+        h
+    }
+
+    /// A FLUSH of a range or of a whole region (whose length is not looked at) goes out as
+    /// built, without data.
+    #[test]
+    fn a_flush_is_published_without_data() {
+        let (mut mem, mut st) = sq(8, 256, rc());
+        let mut b = SqBatch::default();
+        st.batch_start(&mut b);
+        st.batch_begin(
+            &mut b,
+            &flush_header(flush::GLOBAL, flush::RANGE, flush::MAX_RANGE),
+        );
+        st.batch_begin(&mut b, &flush_header(flush::GLOBAL, flush::MR, u64::MAX));
+        assert!(st.batch_complete(&mut b).is_ok());
+        assert_eq!(producer(&mut mem), 2);
+        let e1 = entry(&mem, 256, 1);
+        assert_eq!(u32_of(e1, layout::SEND_OPCODE), opcode::FLUSH);
+        assert_eq!(u32_of(e1, layout::SEND_NUM_SGE), 0);
+        assert_eq!(e1[layout::SEND_FLUSH_LEVEL], flush::MR);
+        assert!(send_ops_ok(qp_type::RC, 1 << 11), "FLUSH on RC");
+        assert!(!send_ops_ok(qp_type::UC, 1 << 11), "FLUSH on UC");
     }
 
     #[test]
@@ -691,9 +742,12 @@ mod tests {
         let all_rc = rc_ops.iter().fold(0, |m, &op| m | bit(op));
         assert!(send_ops_ok(qp_type::RC, all_rc));
         assert!(send_ops_ok(qp_type::RC, 0));
-        assert!(send_ops_ok(qp_type::RC, all_rc | bit(12)), "ATOMIC_WRITE on RC");
+        assert!(
+            send_ops_ok(qp_type::RC, all_rc | bit(12)),
+            "ATOMIC_WRITE on RC"
+        );
         assert!(!send_ops_ok(qp_type::UC, bit(12)), "ATOMIC_WRITE on UC");
-        for refused in [10, 11, 13, 15, 63] {
+        for refused in [10, 13, 15, 63] {
             assert_eq!(
                 ferroce_send_ops_check(qp_type::RC, all_rc | bit(refused)),
                 errno::EOPNOTSUPP,

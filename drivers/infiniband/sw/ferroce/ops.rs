@@ -94,6 +94,7 @@ impl rdma::Driver for Ferroce {
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B
                 | device_cap::ATOMIC_WRITE
+                | device_cap::FLUSH_GLOBAL
                 | device_cap::MEM_MGT_EXTENSIONS,
             allow_user_unregister: true,
             max_qp: limits::MAX_QP,

@@ -192,6 +192,7 @@ fn run(
         op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => write_to(qp, req, &dest, &m),
         op::RDMA_READ => read(qp, req, &dest, w, m.sges, u64::from(m.len)),
         op::ATOMIC_WRITE => atomic_write(req, &dest, w),
+        op::FLUSH => flush(req, &dest, w),
         _ => atomic(qp, req, &dest, w, m.sges),
     }
 }
@@ -521,6 +522,26 @@ fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), 
     };
     admit_remote(req, dest, access::REMOTE_WRITE, true)?;
     responder::execute_atomic_write(dest, remote_addr, rkey, value)
+        .or_else(|why| refuse(req, dest, why))
+}
+
+/// A FLUSH (IBTA 1.5 A19.4.2): the responder's QP and memory grant the placement types it asks
+/// for; it needs READ/atomic resources of the responder, as on the wire. Everything this QP
+/// sent before it was placed already (one message at a time, in order).
+fn flush(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), Stop> {
+    let feth = wqe::flush_of(w).map_err(Stop::Status)?;
+    let WqeUnion::Flush {
+        remote_addr,
+        length,
+        rkey,
+        ..
+    } = w.wr
+    else {
+        return Err(Stop::Status(WcStatus::LocQpOpErr));
+    };
+    admit_remote(req, dest, Remote::Flush(feth.placement).access(), true)?;
+    // A region's length means nothing; a range's fits 31 bits (`wqe::flush_of`).
+    responder::execute_flush(dest, feth, remote_addr, rkey, length as u32)
         .or_else(|why| refuse(req, dest, why))
 }
 

@@ -400,8 +400,15 @@ fn reset_attr(cap: QpCap) -> QpAttr {
 /// The number of the general services QP (QP1); other QPs are numbered from 256 on (keys.rs).
 const GSI_QPN: u32 = 1;
 
-const ACCESS: u32 =
-    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+/// The access flags a QP takes. Both FLUSH placement types may be allowed: what a peer's FLUSH
+/// may ask for is then up to the memory it names, and no memory grants persistence (pyverbs
+/// and rdma-core's own tests allow both on every RC QP).
+const ACCESS: u32 = access::LOCAL_WRITE
+    | access::REMOTE_WRITE
+    | access::REMOTE_READ
+    | access::REMOTE_ATOMIC
+    | access::FLUSH_GLOBAL
+    | access::FLUSH_PERSISTENT;
 
 /// Checks every attribute in `mask` against the limits; the state machine is checked by
 /// ib_core's table.

@@ -89,6 +89,10 @@ pub(crate) struct Conn {
     // this state by value a few times; kernel stacks are small.
     atomics: KVec<(u32, u64, bool)>,
     atomic_next: usize,
+    /// The PSNs of the recent ATOMIC_WRITEs and FLUSHes executed (and whether the slot holds
+    /// one): only a request again for one of them is answered again.
+    singles: KVec<(u32, bool)>,
+    single_next: usize,
     /// Recent READs served: only a request again for one of them (or for the rest of one,
     /// which continues its response with MIDDLE/LAST packets) is served again.
     reads: KVec<SavedRead>,
@@ -126,6 +130,8 @@ impl Conn {
                 GFP_KERNEL,
             )?,
             atomic_next: 0,
+            singles: KVec::from_elem((0, false), if rc { SAVED_ATOMICS } else { 0 }, GFP_KERNEL)?,
+            single_next: 0,
             reads: KVec::from_elem(SavedRead::default(), resources, GFP_KERNEL)?,
             read_next: 0,
             out: ReplyQueue::new(rc)?,
@@ -166,6 +172,7 @@ impl Conn {
         self.nak_sent = false;
         self.msn = 0;
         self.atomics.iter_mut().for_each(|a| *a = (0, 0, false));
+        self.singles.iter_mut().for_each(|a| *a = (0, false));
         self.reads
             .iter_mut()
             .for_each(|r| *r = SavedRead::default());

@@ -90,7 +90,7 @@ pub(crate) enum Reply {
         orig: u64,
         msn: u32,
     },
-    /// An ATOMIC_WRITE done: an RDMA READ response ONLY without payload.
+    /// An ATOMIC_WRITE or a FLUSH done: an RDMA READ response ONLY without payload.
     ReadAck {
         psn: u32,
         msn: u32,
@@ -164,6 +164,14 @@ impl Queued {
         matches!(self, Queued::Other(Reply::Ack { syndrome, .. })
             if matches!(Syndrome::from_byte(*syndrome), Some(Syndrome::Ack { .. })))
     }
+
+    /// The one-packet answer to a one-packet request (an atomic, an ATOMIC_WRITE, a FLUSH).
+    fn is_single_answer(&self) -> bool {
+        matches!(
+            self,
+            Queued::Other(Reply::Atomic { .. } | Reply::ReadAck { .. })
+        )
+    }
 }
 
 /// What a received packet's handler does with its reply (see [`ReplyQueue::offer`]).
@@ -208,8 +216,8 @@ impl ReplyQueue {
         })
     }
 
-    /// Forgets the queued replies (the QP went back to RESET). A sender still holding the token
-    /// finds the queue empty and gives it back.
+    /// Forgets the queued replies (the QP went back to RESET, or a NAK ended what it says). A
+    /// sender still holding the token finds the queue empty and gives it back.
     pub(crate) fn clear(&mut self) {
         self.head = 0;
         self.len = 0;
@@ -267,7 +275,14 @@ impl ReplyQueue {
             && at > 0
             && queued.is_plain_ack()
             && self.at(at - 1).is_some_and(|q| q.is_plain_ack());
-        if merge {
+        // The answer to a one-packet request asked again while its answer waits: one answer
+        // (replays of a duplicate do not add up).
+        let again = at > 0
+            && queued.is_single_answer()
+            && self
+                .at(at - 1)
+                .is_some_and(|q| q.is_single_answer() && q.psn() == queued.psn());
+        if merge || again {
             if let Some(last) = self.at_mut(at - 1) {
                 *last = queued;
             }
@@ -404,16 +419,6 @@ impl ReplyQueue {
             self.len -= 1;
         }
     }
-
-    /// The READ response part `r` failed (its memory went away): what is queued of the same
-    /// response goes too, since it would fail alike.
-    fn drop_read(&mut self, r: &ReadPart) {
-        if let Some(Queued::Read(front)) = self.at(0).filter(|_| self.len > 0) {
-            if front.rkey == r.rkey && front.msn == r.msn && front.psn == psn::add(r.psn, r.pkts) {
-                self.pop();
-            }
-        }
-    }
 }
 
 /// Where a responder's replies go, read under the lock.
@@ -482,10 +487,11 @@ pub(crate) fn send_queued(qp: &Qp<Ferroce>, in_work: bool) {
             Queued::Read(r) => {
                 if !send_read(qp, &back, &r) {
                     // NAKed (remote access error): the responder is in error, as for a
-                    // request refused when it came.
+                    // request refused when it came, and the NAK is its last word: what is
+                    // queued behind answers later requests.
                     let mut after = After::default();
                     let mut st = qp.data().state.lock();
-                    st.conn.out.drop_read(&r);
+                    st.conn.out.clear();
                     st.enter_error(qp, &mut after);
                     drop(st);
                     after.run(qp, in_work);

@@ -7,17 +7,21 @@
 //! [`Refusal`], whose table (`refusal.rs`) says what each side learns.
 
 use core::sync::atomic::Ordering;
-use kernel::rdma::{access, Qp, QpToken};
+use kernel::{
+    rdma::{access, Qp, QpToken},
+    sync::barrier::smp_mb,
+};
 
 use crate::{
     protocol::{
         abi::{self, wc_flags, Cqe, WcStatus},
+        eth::{flush, Feth},
         limits,
         refusal::Refusal,
     },
     verbs::{
         device::Ferroce,
-        memory::{find_remote, Range},
+        memory::{find_remote, find_remote_region, Range},
         stats::Stat,
         wq::WorkQueue,
     },
@@ -31,15 +35,30 @@ pub(crate) enum Remote {
     /// Compare-and-swap or fetch-and-add.
     Atomic,
     AtomicWrite,
+    /// A FLUSH of the placement types `Feth::placement`.
+    Flush(u8),
 }
 
 impl Remote {
-    /// The access right the QP and the memory must grant.
-    fn access(self) -> u32 {
+    /// The access rights the QP and the memory must grant.
+    pub(crate) fn access(self) -> u32 {
         match self {
             Remote::Write | Remote::AtomicWrite => access::REMOTE_WRITE,
             Remote::Read => access::REMOTE_READ,
             Remote::Atomic => access::REMOTE_ATOMIC,
+            Remote::Flush(placement) => {
+                let global = if placement & flush::GLOBAL != 0 {
+                    access::FLUSH_GLOBAL
+                } else {
+                    0
+                };
+                let persistent = if placement & flush::PERSISTENT != 0 {
+                    access::FLUSH_PERSISTENT
+                } else {
+                    0
+                };
+                global | persistent
+            }
         }
     }
 
@@ -57,7 +76,8 @@ pub(crate) fn check_qp_allows(
     max_dest_rd_atomic: u8,
     op: Remote,
 ) -> Result<(), Refusal> {
-    if qp_access & op.access() == 0 || (op.takes_resource() && max_dest_rd_atomic == 0) {
+    let need = op.access();
+    if need == 0 || qp_access & need != need || (op.takes_resource() && max_dest_rd_atomic == 0) {
         return Err(Refusal::InvalidRequest);
     }
     Ok(())
@@ -140,6 +160,38 @@ pub(crate) fn execute_atomic_write(
     let word = range.atomic_word().ok_or(Refusal::InvalidRequest)?;
     word.store(u64::from_ne_bytes(value), Ordering::SeqCst);
     count_received(qp, 8);
+    Ok(())
+}
+
+/// Executes a FLUSH (IBTA 1.5 A19.4.2) of `qp`'s memory: `len` bytes at `va` under `rkey`, or
+/// the whole region `rkey` names, which must grant the placement types `feth` asks for (a
+/// remote access error otherwise; an empty range needs the rkey too, and a VA within what it
+/// names, as rxe checks). The request is taken in PSN order, after every WRITE before it was
+/// placed; a full barrier then orders those stores before whatever the responder does next
+/// (the response, to begin with), so every reader of the memory sees them: global visibility.
+/// Persistence cannot be granted (no memory registers with `FLUSH_PERSISTENT`: the device does
+/// not offer it), so it never gets here.
+pub(crate) fn execute_flush(
+    qp: &Qp<Ferroce>,
+    feth: Feth,
+    va: u64,
+    rkey: u32,
+    len: u32,
+) -> Result<(), Refusal> {
+    if !feth.is_valid() {
+        return Err(Refusal::InvalidRequest);
+    }
+    let need = Remote::Flush(feth.placement).access();
+    let found = if feth.selectivity == flush::REGION {
+        find_remote_region(qp, rkey, need)
+    } else {
+        find_remote(qp, rkey, va, len as usize, need).is_some()
+    };
+    if !found {
+        return Err(Refusal::RemoteAccess);
+    }
+    smp_mb();
+    count_received(qp, 0);
     Ok(())
 }
 

@@ -128,6 +128,7 @@ pub(crate) mod wc_opcode {
     pub(crate) const FETCH_ADD: u32 = 4;
     pub(crate) const BIND_MW: u32 = 5;
     pub(crate) const LOCAL_INV: u32 = 6;
+    pub(crate) const FLUSH: u32 = 8;
     pub(crate) const ATOMIC_WRITE: u32 = 9;
     /// A fast registration (kernel users only; `IB_WC_REG_MR`).
     pub(crate) const REG_MR: u32 = 10;
@@ -172,6 +173,9 @@ pub(crate) mod wr_opcode {
     pub(crate) const LOCAL_INV: u32 = 7;
     pub(crate) const BIND_MW: u32 = 8;
     pub(crate) const SEND_WITH_INV: u32 = 9;
+    /// `ibv_wr_flush` (RC): the responder makes a range or a region of its memory globally
+    /// visible (or persistent).
+    pub(crate) const FLUSH: u32 = 14;
     /// `ibv_wr_atomic_write` (RC): 8 bytes from the WQE stored in one piece at the target.
     pub(crate) const ATOMIC_WRITE: u32 = 15;
     /// Fast registration: kernel rings only (`IB_WR_REG_MR`); never valid from user space.
@@ -190,6 +194,7 @@ pub(crate) fn wc_opcode_of(wr: u32) -> Option<u32> {
         w::LOCAL_INV => wc_opcode::LOCAL_INV,
         w::BIND_MW => wc_opcode::BIND_MW,
         w::ATOMIC_WRITE => wc_opcode::ATOMIC_WRITE,
+        w::FLUSH => wc_opcode::FLUSH,
         w::REG_MR => wc_opcode::REG_MR,
         _ => return None,
     })
@@ -350,6 +355,16 @@ pub(crate) enum WqeUnion {
         remote_qpn: u32,
         remote_qkey: u32,
     },
+    /// `flush`: `placement` (`IBV_FLUSH_GLOBAL`, `IBV_FLUSH_PERSISTENT`) of `length` bytes at
+    /// `remote_addr` (`level` `IBV_FLUSH_RANGE`) or of the whole region (`IBV_FLUSH_MR`)
+    /// under `rkey`.
+    Flush {
+        remote_addr: u64,
+        length: u64,
+        rkey: u32,
+        placement: u8,
+        level: u8,
+    },
     Reg {
         mr_key: u32,
         key: u32,
@@ -402,6 +417,18 @@ impl SendWqe {
                 put(32, &remote_addr.to_ne_bytes());
                 put(40, &rkey.to_ne_bytes());
                 put(ATOMIC_WRITE_VALUE, &value);
+            }
+            WqeUnion::Flush {
+                remote_addr,
+                length,
+                rkey,
+                placement,
+                level,
+            } => {
+                put(32, &remote_addr.to_ne_bytes());
+                put(40, &length.to_ne_bytes());
+                put(48, &rkey.to_ne_bytes());
+                put(52, &[placement, level]);
             }
             WqeUnion::Ud {
                 ah_num,
@@ -469,6 +496,13 @@ impl SendWqe {
                     v.copy_from_slice(&b[ATOMIC_WRITE_VALUE..ATOMIC_WRITE_VALUE + 8]);
                     v
                 },
+            },
+            o::FLUSH => WqeUnion::Flush {
+                remote_addr: u64_at(32),
+                length: u64_at(40),
+                rkey: u32_at(48),
+                placement: b[52],
+                level: b[53],
             },
             o::REG_MR => WqeUnion::Reg {
                 mr_key: u32_at(32),

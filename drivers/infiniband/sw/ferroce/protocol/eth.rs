@@ -6,7 +6,7 @@
 //! Pure `core` code, tested on the host (`host-tests/`); the data path uses it.
 
 use crate::protocol::opcode::{
-    AETH_BYTES, ATOMIC_ACK_ETH_BYTES, ATOMIC_ETH_BYTES, DETH_BYTES, RETH_BYTES,
+    AETH_BYTES, ATOMIC_ACK_ETH_BYTES, ATOMIC_ETH_BYTES, DETH_BYTES, FETH_BYTES, RETH_BYTES,
 };
 
 fn be32(b: &[u8], at: usize) -> u32 {
@@ -65,6 +65,56 @@ impl Reth {
         b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
         b[12..16].copy_from_slice(&self.dma_len.to_be_bytes());
         b
+    }
+}
+
+/// FLUSH ETH (IBTA 1.5 A19): which placement a FLUSH asks for and over what. The other 26
+/// bits are reserved: sent as 0, ignored when received (IBTA's rule for reserved fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Feth {
+    /// Placement type, bits 3-0: [`flush::GLOBAL`] and/or [`flush::PERSISTENT`].
+    pub(crate) placement: u8,
+    /// Selectivity level, bits 5-4: [`flush::RANGE`] or [`flush::REGION`].
+    pub(crate) selectivity: u8,
+}
+
+/// The values of a FLUSH's placement type and selectivity level; `ibv_wr_flush` takes the same
+/// (`IBV_FLUSH_GLOBAL`, `IBV_FLUSH_PERSISTENT`, `IBV_FLUSH_RANGE`, `IBV_FLUSH_MR`).
+pub(crate) mod flush {
+    /// The memory written before the FLUSH is visible to every reader of it.
+    pub(crate) const GLOBAL: u8 = 1 << 0;
+    /// The memory written before the FLUSH is persistent.
+    pub(crate) const PERSISTENT: u8 = 1 << 1;
+    /// The RETH's range of the region its rkey names.
+    pub(crate) const RANGE: u8 = 0;
+    /// The whole region the RETH's rkey names (its VA and length are ignored).
+    pub(crate) const REGION: u8 = 1;
+    /// The longest range a FLUSH names: "RETH:DMALen field shall be between zero and
+    /// (2^31 - 1) bytes" (IBTA 1.5 A19).
+    pub(crate) const MAX_RANGE: u32 = (1 << 31) - 1;
+}
+
+impl Feth {
+    pub(crate) fn parse(b: &[u8]) -> Option<Feth> {
+        let w = be32(b.get(..FETH_BYTES)?, 0);
+        Some(Feth {
+            placement: (w & 0xf) as u8,
+            selectivity: (w >> 4 & 3) as u8,
+        })
+    }
+
+    pub(crate) fn to_bytes(self) -> [u8; FETH_BYTES] {
+        let w = u32::from(self.placement & 0xf) | u32::from(self.selectivity & 3) << 4;
+        w.to_be_bytes()
+    }
+
+    /// Whether it asks for something defined: one or both placement types and nothing else,
+    /// a range or a region.
+    pub(crate) fn is_valid(self) -> bool {
+        let types = flush::GLOBAL | flush::PERSISTENT;
+        self.placement != 0
+            && self.placement & !types == 0
+            && matches!(self.selectivity, flush::RANGE | flush::REGION)
     }
 }
 

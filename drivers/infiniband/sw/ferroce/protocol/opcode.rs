@@ -35,6 +35,10 @@ pub(crate) mod op {
     pub(crate) const FETCH_ADD: u8 = 0x14;
     pub(crate) const SEND_LAST_WITH_INVALIDATE: u8 = 0x16;
     pub(crate) const SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
+    /// RC only (IBTA 1.5 A19): makes the responder's memory written before it globally
+    /// visible (or persistent); no payload, answered by an RDMA READ response ONLY without
+    /// payload.
+    pub(crate) const FLUSH: u8 = 0x1c;
     /// RC only (IBTA 1.5 A19): an 8-byte payload stored in one piece; answered by an
     /// RDMA READ response ONLY without payload.
     pub(crate) const ATOMIC_WRITE: u8 = 0x1d;
@@ -49,6 +53,8 @@ pub(crate) mod hdr {
     pub(crate) const ATOMIC_ACK_ETH: u16 = 1 << 4;
     pub(crate) const IMMDT: u16 = 1 << 5;
     pub(crate) const IETH: u16 = 1 << 6;
+    /// FLUSH extended transport header (IBTA 1.5 A19): before the RETH on the wire.
+    pub(crate) const FETH: u16 = 1 << 7;
 }
 
 /// What an opcode's packets carry.
@@ -73,6 +79,7 @@ pub(crate) const AETH_BYTES: usize = 4;
 pub(crate) const ATOMIC_ACK_ETH_BYTES: usize = 8;
 pub(crate) const IMMDT_BYTES: usize = 4;
 pub(crate) const IETH_BYTES: usize = 4;
+pub(crate) const FETH_BYTES: usize = 4;
 /// The invariant CRC closing every packet.
 pub(crate) const ICRC_BYTES: usize = 4;
 
@@ -89,6 +96,7 @@ impl Layout {
             + has(hdr::ATOMIC_ACK_ETH, ATOMIC_ACK_ETH_BYTES)
             + has(hdr::IMMDT, IMMDT_BYTES)
             + has(hdr::IETH, IETH_BYTES)
+            + has(hdr::FETH, FETH_BYTES)
     }
 }
 
@@ -134,6 +142,7 @@ pub(crate) fn layout(opcode: u8) -> Option<Layout> {
             SEND_LAST_WITH_INVALIDATE => l(IETH, true, false, true),
             SEND_ONLY_WITH_INVALIDATE => l(IETH, true, true, true),
             ATOMIC_WRITE => l(RETH, true, true, true),
+            FLUSH => l(FETH | RETH, false, true, true),
             _ => common,
         },
         UC => common,

@@ -16,7 +16,7 @@
 
 use crate::protocol::{
     bth::Bth,
-    eth::{self, Aeth, AtomicEth, Deth, Reth},
+    eth::{self, Aeth, AtomicEth, Deth, Feth, Reth},
     grh, icrc,
     opcode::{self, hdr, Layout, BTH_BYTES, ICRC_BYTES},
 };
@@ -59,6 +59,7 @@ pub(crate) struct Route {
 pub(crate) struct Headers {
     pub(crate) bth: Bth,
     pub(crate) deth: Option<Deth>,
+    pub(crate) feth: Option<Feth>,
     pub(crate) reth: Option<Reth>,
     pub(crate) atomic_eth: Option<AtomicEth>,
     pub(crate) aeth: Option<Aeth>,
@@ -75,6 +76,7 @@ impl Headers {
     fn present(&self) -> u16 {
         let bit = |present: bool, bit: u16| if present { bit } else { 0 };
         bit(self.deth.is_some(), hdr::DETH)
+            | bit(self.feth.is_some(), hdr::FETH)
             | bit(self.reth.is_some(), hdr::RETH)
             | bit(self.atomic_eth.is_some(), hdr::ATOMIC_ETH)
             | bit(self.aeth.is_some(), hdr::AETH)
@@ -90,6 +92,7 @@ impl Headers {
         Some(Headers {
             bth,
             deth: r.take(hdr::DETH, opcode::DETH_BYTES, Deth::parse)?,
+            feth: r.take(hdr::FETH, opcode::FETH_BYTES, Feth::parse)?,
             reth: r.take(hdr::RETH, opcode::RETH_BYTES, Reth::parse)?,
             atomic_eth: r.take(hdr::ATOMIC_ETH, opcode::ATOMIC_ETH_BYTES, AtomicEth::parse)?,
             aeth: r.take(hdr::AETH, opcode::AETH_BYTES, Aeth::parse)?,
@@ -318,6 +321,9 @@ pub(crate) fn write_transport(body: &mut [u8], h: &Headers, payload_len: usize) 
     // In wire order (IBTA 9.3); `present() == layout.headers` made sure each is there.
     if let Some(d) = h.deth {
         put(body, &mut at, &d.to_bytes())?;
+    }
+    if let Some(f) = h.feth {
+        put(body, &mut at, &f.to_bytes())?;
     }
     if let Some(r) = h.reth {
         put(body, &mut at, &r.to_bytes())?;

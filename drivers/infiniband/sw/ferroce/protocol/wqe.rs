@@ -7,7 +7,8 @@
 //! Pure `core` code, tested on the host (`host-tests/`).
 
 use crate::protocol::{
-    abi::{self, send_flags, wr_opcode as op, RingSge, SendWqe, WcStatus},
+    abi::{self, send_flags, wr_opcode as op, RingSge, SendWqe, WcStatus, WqeUnion},
+    eth::{flush, Feth},
     limits,
 };
 
@@ -59,6 +60,7 @@ pub(crate) fn allows(service: Service, opcode: u32) -> bool {
                 | op::ATOMIC_CMP_AND_SWP
                 | op::ATOMIC_FETCH_AND_ADD
                 | op::ATOMIC_WRITE
+                | op::FLUSH
         ),
         Service::UnreliableConnected => matches!(
             opcode,
@@ -75,11 +77,39 @@ pub(crate) fn sge_list_len(sges: &[u8]) -> Option<u64> {
     })
 }
 
+/// The FLUSH ETH of a FLUSH WQE's `flush` union, if it asks for something defined (a placement
+/// type or both, a range or a region) and a range is no longer than IBTA allows
+/// ([`flush::MAX_RANGE`]).
+pub(crate) fn flush_of(w: &SendWqe) -> Result<Feth, WcStatus> {
+    let WqeUnion::Flush {
+        length,
+        placement,
+        level,
+        ..
+    } = w.wr
+    else {
+        return Err(WcStatus::LocQpOpErr);
+    };
+    let feth = Feth {
+        placement,
+        selectivity: level,
+    };
+    if !feth.is_valid() {
+        return Err(WcStatus::LocQpOpErr);
+    }
+    if level == flush::RANGE && length > u64::from(flush::MAX_RANGE) {
+        return Err(WcStatus::LocLenErr);
+    }
+    Ok(feth)
+}
+
 /// Reads the message of the send WQE `wqe` (as much of it as was read) of a QP of `service`
 /// that may send `max_inline` inline bytes and `max_sge` SGEs. `Err` is the completion status
 /// of a WQE that fails: an opcode the QP does not send, or inline data with one that carries
 /// none (`LOC_QP_OP_ERR`); more SGEs than the QP takes (`LOC_QP_OP_ERR`); more inline bytes,
-/// a longer message than any may be, an atomic of other than 8 bytes (`LOC_LEN_ERR`).
+/// a longer message than any may be, an atomic of other than 8 bytes (`LOC_LEN_ERR`); a FLUSH
+/// that asks for no defined placement, or with SGEs (`LOC_QP_OP_ERR`), or a range longer than
+/// 2^31 - 1 bytes (`LOC_LEN_ERR`). A FLUSH moves no bytes: its message is empty.
 pub(crate) fn message(
     wqe: &[u8],
     service: Service,
@@ -99,7 +129,13 @@ pub(crate) fn message(
     if !allows(service, w.opcode) || (inline && !carries_data) {
         return Err(WcStatus::LocQpOpErr);
     }
-    let (sges, inline_bytes) = if w.opcode == op::ATOMIC_WRITE {
+    let (sges, inline_bytes) = if w.opcode == op::FLUSH {
+        if w.num_sge != 0 {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        flush_of(&w)?;
+        (&body[..0], None)
+    } else if w.opcode == op::ATOMIC_WRITE {
         // Its 8 bytes are in the header (`wr.atomic_write.value`); it has no SGEs.
         if w.num_sge != 0 {
             return Err(WcStatus::LocQpOpErr);

@@ -75,6 +75,18 @@ pub(crate) fn find_remote(
     )
 }
 
+/// Whether the rkey `key` opens memory `qp` serves to a remote access of `need` taken whole (a
+/// FLUSH of a region): an MR of its PD or a window of it (which grants no FLUSH today: see
+/// `mw.rs`), wherever it starts.
+pub(crate) fn find_remote_region(qp: &Qp<Ferroce>, key: u32, need: u32) -> bool {
+    let dev = qp.device();
+    let start = match dev.mr(key) {
+        Some(mr) => mr::start(&mr),
+        None => crate::verbs::mw::bound_start(dev, key),
+    };
+    start.is_some_and(|start| find_remote(qp, key, start, 0, need).is_some())
+}
+
 /// Finds `len` bytes at `addr` under `key` for a QP of the PD `pd`, allowing `need`: an lkey,
 /// or with `remote` (the serving QP's number) an rkey, which may name a memory window.
 fn find_for(
@@ -97,7 +109,11 @@ fn find_for(
             // locally writable if the window writes (IBTA C10-73, C10-74, checked again now as
             // the MR's access may have changed since the bind).
             let writes = access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+            // A FLUSH's placement types, were a window to grant them (none does now), must be
+            // the MR's too: a window must not make flushable what its MR does not.
+            let flushes = need & (access::FLUSH_GLOBAL | access::FLUSH_PERSISTENT);
             let mr_need = access::MW_BIND
+                | flushes
                 | if need & writes != 0 {
                     access::LOCAL_WRITE
                 } else {

@@ -159,6 +159,20 @@ pub(crate) fn locate(mr: &Mr<Ferroce>, key: u32, addr: u64, len: u64, need: u32)
     }
 }
 
+/// Where `mr`'s memory starts (its iova; a DMA MR covers every address from 0), for requests
+/// that name it whole; `None` for a fast-registration MR not mapped now.
+pub(crate) fn start(mr: &Mr<Ferroce>) -> Option<u64> {
+    let data = mr.data();
+    match &data.memory {
+        Memory::User { .. } => Some(data.iova),
+        Memory::Dma => Some(0),
+        Memory::Fast => {
+            let f = *data.fast.lock();
+            f.valid.then_some(f.iova)
+        }
+    }
+}
+
 /// The piece of `mr`'s memory `at` bytes into the range `place`: up to `max` bytes, never past a
 /// page. `None` if the memory is not there (a kernel user's address outside the direct map,
 /// a page list shorter than registered).
@@ -260,6 +274,7 @@ const SUPPORTED: u32 = access::LOCAL_WRITE
     | access::REMOTE_READ
     | access::REMOTE_ATOMIC
     | access::MW_BIND
+    | access::FLUSH_GLOBAL
     | access::OPTIONAL;
 
 /// A new key for an MR of `pd`'s device, and the MR's serial.
@@ -281,7 +296,8 @@ pub(crate) fn reg_user(
 ) -> Result<(impl PinInit<MrData, Error>, u32, u32)> {
     udata.require_no_input()?;
     if access & !SUPPORTED != 0 {
-        // Zero-based, huge-page and flush access: not supported.
+        // Zero-based, huge-page and persistent flush access: not supported (ib_core refuses
+        // the last before it gets here: the device does not offer it).
         return Err(EOPNOTSUPP);
     }
     if length == 0 || length > limits::MAX_MR_SIZE || iova.checked_add(length).is_none() {

@@ -181,6 +181,13 @@ pub(crate) fn invalidate(qp: &Qp<Ferroce>, rkey: u32) -> bool {
     true
 }
 
+/// Where the window whose rkey is `rkey` starts, if one is bound under it (for requests that
+/// name it whole; [`resolve`] checks the rest).
+pub(crate) fn bound_start(dev: &Device<Ferroce>, rkey: u32) -> Option<u64> {
+    let b = *dev.mw(rkey)?.data().binding.lock();
+    (b.valid && b.rkey == rkey).then_some(b.addr)
+}
+
 /// The MR key and serial behind the window `rkey` for a remote access of `need` to `len` bytes
 /// at `addr` by the QP `qpn` of the PD `pd`, if the window is valid, of that PD (and bound to
 /// that QP, for type 2), covers the range and grants the access.

@@ -30,7 +30,7 @@ use crate::{
 use super::{
     mtu_of,
     requester::parse_message,
-    window::{ReadPacket, Rec},
+    window::{answered_by_empty_read_response, ReadPacket, Rec},
     TimerUse,
 };
 
@@ -212,7 +212,7 @@ pub(super) fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, a
                 _ => {}
             }
         }
-        // An ATOMIC_WRITE is answered by an empty READ response (IBTA A19.4.3).
+        // An ATOMIC_WRITE or a FLUSH is answered by an empty READ response (IBTA A19.4.3).
         op::RDMA_READ_RESPONSE_ONLY if single_at(st, bpsn, true).is_some() => {
             let acked = p.hdr.aeth.is_some_and(|a| {
                 matches!(Syndrome::from_byte(a.syndrome), Some(Syndrome::Ack { .. }))
@@ -234,19 +234,19 @@ pub(super) fn on_response(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>, a
     }
 }
 
-/// The sent record whose one request has PSN `bpsn`: an ATOMIC_WRITE if `atomic_write`, an
-/// atomic otherwise (each kind has its own response).
-fn single_at(st: &QpShared, bpsn: u32, atomic_write: bool) -> Option<usize> {
+/// The sent record whose one request has PSN `bpsn`: an ATOMIC_WRITE or a FLUSH if
+/// `empty_read_response`, an atomic otherwise (each kind has its own response).
+fn single_at(st: &QpShared, bpsn: u32, empty_read_response: bool) -> Option<usize> {
     st.conn.tx.find(st.conn.tx.next(), |r| {
         r.started
             && r.first_psn == bpsn
             && r.is_single()
-            && (r.op == wop::ATOMIC_WRITE) == atomic_write
+            && answered_by_empty_read_response(r.op) == empty_read_response
     })
 }
 
 /// The answer to the single-packet request `bpsn`: an atomic's original value (placed in its
-/// local buffer), or `None` for an ATOMIC_WRITE's acknowledgement.
+/// local buffer), or `None` for the acknowledgement of an ATOMIC_WRITE or a FLUSH.
 fn answer_single(
     qp: &Qp<Ferroce>,
     st: &mut QpShared,

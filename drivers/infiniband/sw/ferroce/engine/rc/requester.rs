@@ -441,7 +441,8 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Sent, W
         wop::RDMA_READ
         | wop::ATOMIC_CMP_AND_SWP
         | wop::ATOMIC_FETCH_AND_ADD
-        | wop::ATOMIC_WRITE => send_request(&tx, &m),
+        | wop::ATOMIC_WRITE
+        | wop::FLUSH => send_request(&tx, &m),
         _ => send_data(qp, &tx, &m),
     }
 }
@@ -509,7 +510,7 @@ impl Tx<'_> {
 }
 
 /// A request a response answers, in one packet: a READ request (for the READ's bytes
-/// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload).
+/// `t.off..t.read_end`), an atomic, an ATOMIC_WRITE (its 8 bytes the payload), a FLUSH.
 fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
     let (h, payload): (Headers, &[u8]) = match (m.w.opcode, m.w.wr) {
         (wop::RDMA_READ, WqeUnion::Rdma { remote_addr, rkey }) => {
@@ -537,6 +538,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
             let value = m.inline.ok_or(WcStatus::LocQpOpErr)?;
             (atomic_write_request(tx, remote_addr, rkey), value)
         }
+        (wop::FLUSH, WqeUnion::Flush { .. }) => (flush_request(tx, &m.w)?, &[]),
         _ => return Err(WcStatus::LocQpOpErr),
     };
     let fill = |out: &mut [u8]| -> Result<(), Fault> {
@@ -608,6 +610,32 @@ fn atomic_write_request(tx: &Tx<'_>, remote_addr: u64, rkey: u32) -> Headers {
         reth: Some(reth),
         ..Headers::default()
     }
+}
+
+/// The headers of the FLUSH `w` (checked by `wqe::message`). A range's length fits in 31 bits;
+/// a region's VA and length mean nothing to the responder and go as the WQE has them, the
+/// length cut to 32 bits, as rxe sends them.
+fn flush_request(tx: &Tx<'_>, w: &SendWqe) -> Result<Headers, WcStatus> {
+    let feth = wqe::flush_of(w)?;
+    let WqeUnion::Flush {
+        remote_addr,
+        length,
+        rkey,
+        ..
+    } = w.wr
+    else {
+        return Err(WcStatus::LocQpOpErr);
+    };
+    Ok(Headers {
+        bth: tx.bth(op::FLUSH, tx.t.psn, true, false),
+        feth: Some(feth),
+        reth: Some(Reth {
+            va: remote_addr,
+            rkey,
+            dma_len: length as u32,
+        }),
+        ..Headers::default()
+    })
 }
 
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an

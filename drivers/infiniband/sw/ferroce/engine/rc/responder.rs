@@ -20,7 +20,7 @@ use crate::{
     net::wire,
     protocol::{
         abi::{self, wc_opcode, WcStatus},
-        eth::Reth,
+        eth::{flush, Reth},
         limits,
         opcode::op,
         packet::Parsed,
@@ -111,6 +111,7 @@ enum Kind {
     Read,
     Atomic,
     AtomicWrite,
+    Flush,
     Other,
 }
 
@@ -123,6 +124,7 @@ fn kind_of(opc: u8) -> Kind {
         op::RDMA_READ_REQUEST => Kind::Read,
         op::COMPARE_SWAP | op::FETCH_ADD => Kind::Atomic,
         op::ATOMIC_WRITE => Kind::AtomicWrite,
+        op::FLUSH => Kind::Flush,
         _ => Kind::Other,
     }
 }
@@ -346,6 +348,7 @@ pub(super) fn on_request(
         Kind::Read => on_read(qp, st, p).map(Some),
         Kind::Atomic => on_atomic(qp, st, p).map(Some),
         Kind::AtomicWrite => on_atomic_write(qp, st, p).map(Some),
+        Kind::Flush => on_flush(qp, st, p).map(Some),
         Kind::Other => return Reply::None,
     };
     match served {
@@ -395,8 +398,17 @@ fn duplicate(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Reply {
                     msn,
                 })
         }
-        // Done once (a second store could overwrite a later write): acknowledged again.
-        Kind::AtomicWrite => Reply::ReadAck { psn: bpsn, msn },
+        // Done once (a second store could overwrite a later write), acknowledged again; a
+        // FLUSH covers only what was placed before it, answered again. Only one the responder
+        // executed: any other was never checked (its access, its FETH).
+        Kind::AtomicWrite | Kind::Flush => {
+            if st.conn.singles.iter().any(|s| s.1 && s.0 == bpsn) {
+                Reply::ReadAck { psn: bpsn, msn }
+            } else {
+                qp.device().data().counters.add(Stat::Dropped, 1);
+                Reply::None
+            }
+        }
         _ if p.hdr.bth.ack_req || p.layout.last => ack(psn::add(st.conn.epsn, psn::MASK), msn),
         _ => Reply::None,
     }
@@ -475,7 +487,11 @@ fn check_opcode_sequence(
         || kind == Kind::Other
         || n > mtu
         || (!lay.last && n != mtu)
-        || (!rc && matches!(kind, Kind::Read | Kind::Atomic | Kind::AtomicWrite))
+        || (!rc
+            && matches!(
+                kind,
+                Kind::Read | Kind::Atomic | Kind::AtomicWrite | Kind::Flush
+            ))
     {
         return Err(Refusal::InvalidRequest);
     }
@@ -661,11 +677,42 @@ fn on_atomic_write(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Resul
         Remote::AtomicWrite,
     )?;
     responder::execute_atomic_write(qp, reth.va, reth.rkey, value)?;
+    Ok(single_done(st, p.hdr.bth.psn))
+}
+
+/// An ATOMIC_WRITE or a FLUSH at `bpsn` executed: remembered (a duplicate of it is answered
+/// again), and answered by an empty READ response.
+fn single_done(st: &mut QpShared, bpsn: u32) -> Reply {
     let c = &mut st.conn;
-    c.epsn = psn::add(p.hdr.bth.psn, 1);
+    if let Some(slot) = c.singles.get_mut(c.single_next % SAVED_ATOMICS) {
+        *slot = (bpsn, true);
+    }
+    c.single_next = c.single_next.wrapping_add(1);
+    c.epsn = psn::add(bpsn, 1);
     c.msn = psn::add(c.msn, 1);
-    Ok(Reply::ReadAck {
-        psn: p.hdr.bth.psn,
+    Reply::ReadAck {
+        psn: bpsn,
         msn: c.msn,
-    })
+    }
+}
+
+/// A FLUSH (IBTA 1.5 A19.4.2): a placement type or both and a range (of at most 2^31 - 1
+/// bytes, A19) or a region the FETH defines, the QP granting each placement type asked for
+/// (and READ/atomic resources: stricter than rxe, which uses one but does not refuse a QP
+/// that has none; ib_cm grants FLUSH only with responder resources), then the memory; no
+/// payload (the layout has none). Answered by an empty READ response, in order behind the
+/// replies queued before it.
+fn on_flush(qp: &Qp<Ferroce>, st: &mut QpShared, p: &Parsed<'_>) -> Result<Reply, Refusal> {
+    let feth = p.hdr.feth.ok_or(Refusal::InvalidRequest)?;
+    let reth = p.hdr.reth.ok_or(Refusal::InvalidRequest)?;
+    if !feth.is_valid() || (feth.selectivity == flush::RANGE && reth.dma_len > flush::MAX_RANGE) {
+        return Err(Refusal::InvalidRequest);
+    }
+    responder::check_qp_allows(
+        st.attr.qp_access_flags,
+        st.attr.max_dest_rd_atomic,
+        Remote::Flush(feth.placement),
+    )?;
+    responder::execute_flush(qp, feth, reth.va, reth.rkey, reth.dma_len)?;
+    Ok(single_done(st, p.hdr.bth.psn))
 }

@@ -62,13 +62,19 @@ pub(crate) fn read_chunk_end(off: u32, len: u32, mtu: u32) -> u32 {
         .min(len)
 }
 
-/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE): it
-/// is sent again whole.
+/// Whether a WQE of opcode `op` is one packet answered by one (an atomic, an ATOMIC_WRITE, a
+/// FLUSH): it is sent again whole.
 pub(crate) fn is_single(op: u32) -> bool {
     matches!(
         op,
-        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE
+        wop::ATOMIC_CMP_AND_SWP | wop::ATOMIC_FETCH_AND_ADD | wop::ATOMIC_WRITE | wop::FLUSH
     )
+}
+
+/// Whether the answer to a WQE of opcode `op` is an RDMA READ response ONLY without payload
+/// (an ATOMIC_WRITE, a FLUSH: IBTA A19.4.3); an atomic's is an atomic acknowledgement.
+pub(crate) fn answered_by_empty_read_response(op: u32) -> bool {
+    matches!(op, wop::ATOMIC_WRITE | wop::FLUSH)
 }
 
 /// Whether the bytes a READ misses are asked for again ([`Window::take_repair`]).
@@ -135,7 +141,7 @@ impl Rec {
         self.op == wop::RDMA_READ || is_single(self.op)
     }
 
-    /// One packet, answered by one packet (an atomic, an ATOMIC_WRITE).
+    /// One packet, answered by one packet (an atomic, an ATOMIC_WRITE, a FLUSH).
     pub(crate) fn is_single(&self) -> bool {
         is_single(self.op)
     }

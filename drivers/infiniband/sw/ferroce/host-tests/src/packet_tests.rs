@@ -6,7 +6,7 @@
 
 use crate::{
     bth::Bth,
-    eth::{Aeth, AtomicEth, Deth, Reth},
+    eth::{Aeth, AtomicEth, Deth, Feth, Reth},
     grh, icrc,
     opcode::{self, hdr, op, RC, UC, UD},
     packet::{self, Headers, Parsed, Reject, Route},
@@ -187,6 +187,10 @@ fn headers_for(opcode: u8, n: u32) -> Headers {
             qkey: 0x8000_0000 | n,
             src_qp: 0xfe_dc00 | n,
         }),
+        feth: has(hdr::FETH).then_some(Feth {
+            placement: (n % 15 + 1) as u8,
+            selectivity: (n % 4) as u8,
+        }),
         reth: has(hdr::RETH).then_some(Reth {
             va: 0xffff_8880_0000_0000 | n64,
             rkey: 0x1234_5600 | n,
@@ -249,8 +253,8 @@ pub(crate) fn routes() -> [Route; 2] {
 fn every_opcode_round_trips() {
     let ops = opcodes();
     // RC: 12 SEND/WRITE, READ request, 4 READ responses, 2 ACKs, 2 atomics, 2 with invalidate,
-    // ATOMIC_WRITE.
-    assert_eq!(ops.len(), 24 + 12 + 2);
+    // FLUSH, ATOMIC_WRITE.
+    assert_eq!(ops.len(), 24 + 12 + 2 + 1);
     let big: Vec<u8> = (0..4096 + 8u32).map(|i| (i * 7 + 3) as u8).collect();
     let mut n = 0u32;
     for route in routes() {
@@ -708,4 +712,26 @@ fn psn_arithmetic_is_a_circle() {
         assert_eq!(psn::add(b, (1 << 24) - n), a24);
     }
     assert!(near_wrap > 10_000, "the wrap was crossed {near_wrap} times");
+}
+
+/// A FETH's placement type is its low 4 bits and its selectivity level the next 2; the other
+/// bits are reserved (ignored when received, 0 when sent), and only defined values are valid.
+#[test]
+fn a_feth_reads_its_two_fields_and_ignores_reserved_bits() {
+    use crate::eth::flush::{GLOBAL, PERSISTENT, RANGE, REGION};
+    let f = Feth::parse(&[0xff, 0xff, 0xff, 0xd1]).unwrap();
+    assert_eq!((f.placement, f.selectivity), (GLOBAL, REGION));
+    assert!(f.is_valid());
+    assert_eq!(f.to_bytes(), [0, 0, 0, 0x11]);
+    assert_eq!(Feth::parse(&[0, 0, 0]), None);
+    let valid = |placement, selectivity| {
+        Feth {
+            placement,
+            selectivity,
+        }
+        .is_valid()
+    };
+    assert!(valid(PERSISTENT, RANGE) && valid(GLOBAL | PERSISTENT, REGION));
+    assert!(!valid(0, RANGE) && !valid(4, RANGE) && !valid(8 | GLOBAL, RANGE));
+    assert!(!valid(GLOBAL, 2) && !valid(GLOBAL, 3));
 }

@@ -58,13 +58,14 @@ fn each_service_sends_its_opcodes() {
         op::ATOMIC_CMP_AND_SWP,
         op::ATOMIC_FETCH_AND_ADD,
         op::ATOMIC_WRITE,
+        op::FLUSH,
     ] {
         assert!(
             allows(ReliableConnected, o) && !allows(UnreliableConnected, o) && !allows(Datagram, o)
         );
     }
     // Local operations and unknown opcodes are no messages.
-    for o in [op::LOCAL_INV, op::BIND_MW, op::REG_MR, 10, 14, 16, u32::MAX] {
+    for o in [op::LOCAL_INV, op::BIND_MW, op::REG_MR, 10, 16, u32::MAX] {
         assert!(!allows(ReliableConnected, o), "{o}");
     }
 }
@@ -210,4 +211,89 @@ fn data_packets_carry_the_headers_their_place_asks_for() {
             }
         }
     }
+}
+
+/// A FLUSH WQE of `length` bytes at a range or of a region (`level`) for `placement`, with
+/// `num_sge` SGEs of 8 bytes.
+fn flush_wqe(placement: u8, level: u8, length: u64, num_sge: u32) -> Vec<u8> {
+    let w = SendWqe {
+        wr_id: 5,
+        opcode: op::FLUSH,
+        num_sge,
+        wr: WqeUnion::Flush {
+            remote_addr: 0x7000_0000_1000,
+            length,
+            rkey: 0x1234,
+            placement,
+            level,
+        },
+        ..SendWqe::default()
+    };
+    let lens = vec![8; num_sge as usize];
+    wqe(w, &sges(&lens))
+}
+
+/// A FLUSH moves no bytes; it asks for a placement type or both and a range or a region,
+/// carries no SGEs or inline data, and a range's length fits a RETH.
+#[test]
+fn a_flush_asks_for_a_defined_placement_and_moves_no_bytes() {
+    use crate::eth::flush::{GLOBAL, PERSISTENT, RANGE, REGION};
+    use Service::*;
+    for (placement, level) in [(GLOBAL, RANGE), (GLOBAL, REGION), (PERSISTENT, RANGE)] {
+        assert_eq!(
+            status(&flush_wqe(placement, level, 4096, 0), ReliableConnected),
+            Ok(0)
+        );
+    }
+    assert_eq!(
+        status(
+            &flush_wqe(GLOBAL | PERSISTENT, RANGE, 0, 0),
+            ReliableConnected
+        ),
+        Ok(0)
+    );
+    // The header round-trips through the ring's bytes.
+    let b = flush_wqe(GLOBAL, REGION, 1 << 40, 0);
+    let w = SendWqe::from_bytes(b[..abi::SEND_WQE_HEADER].try_into().unwrap());
+    assert_eq!(
+        w.wr,
+        WqeUnion::Flush {
+            remote_addr: 0x7000_0000_1000,
+            length: 1 << 40,
+            rkey: 0x1234,
+            placement: GLOBAL,
+            level: REGION,
+        }
+    );
+    // A region's length is not looked at; a range is 2^31 - 1 bytes at most (IBTA A19).
+    assert_eq!(status(&b, ReliableConnected), Ok(0));
+    assert_eq!(
+        status(
+            &flush_wqe(GLOBAL, RANGE, (1 << 31) - 1, 0),
+            ReliableConnected
+        ),
+        Ok(0)
+    );
+    assert_eq!(
+        status(&flush_wqe(GLOBAL, RANGE, 1 << 31, 0), ReliableConnected),
+        Err(s::LocLenErr)
+    );
+    // No placement type, an undefined one, an undefined level, SGEs: refused.
+    for (placement, level, sges) in [
+        (0, RANGE, 0),
+        (4, RANGE, 0),
+        (GLOBAL, 2, 0),
+        (GLOBAL, RANGE, 1),
+    ] {
+        assert_eq!(
+            status(&flush_wqe(placement, level, 64, sges), ReliableConnected),
+            Err(s::LocQpOpErr),
+            "{placement} {level} {sges}"
+        );
+    }
+    // Only RC has it.
+    assert_eq!(
+        status(&flush_wqe(GLOBAL, RANGE, 64, 0), UnreliableConnected),
+        Err(s::LocQpOpErr)
+    );
 }
