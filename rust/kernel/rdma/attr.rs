@@ -360,6 +360,8 @@ pub mod device_cap {
     /// The device offers type 2B memory windows (bound to a QP).
     pub const MEM_WINDOW_TYPE_2B: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
+    /// The device resizes SRQs (`IB_SRQ_MAX_WR` in `modify_srq`).
+    pub const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
     /// The device executes `IB_WR_ATOMIC_WRITE` (8 bytes stored in one piece, RC).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
     /// The device executes RDMA FLUSH with the global visibility placement type (RC); ib_core
