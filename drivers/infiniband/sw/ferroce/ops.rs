@@ -93,6 +93,7 @@ impl rdma::Driver for Ferroce {
                 | device_cap::SYS_IMAGE_GUID
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B
+                | device_cap::SRQ_RESIZE
                 | device_cap::ATOMIC_WRITE
                 | device_cap::FLUSH_GLOBAL
                 | device_cap::MEM_MGT_EXTENSIONS,
