@@ -529,19 +529,9 @@ fn atomic_write(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), 
 /// for; it needs READ/atomic resources of the responder, as on the wire. Everything this QP
 /// sent before it was placed already (one message at a time, in order).
 fn flush(req: &Requester, dest: &Qp<Ferroce>, w: &SendWqe) -> Result<(), Stop> {
-    let feth = wqe::flush_of(w).map_err(Stop::Status)?;
-    let WqeUnion::Flush {
-        remote_addr,
-        length,
-        rkey,
-        ..
-    } = w.wr
-    else {
-        return Err(Stop::Status(WcStatus::LocQpOpErr));
-    };
-    admit_remote(req, dest, Remote::Flush(feth.placement).access(), true)?;
-    // A region's length means nothing; a range's fits 31 bits (`wqe::flush_of`).
-    responder::execute_flush(dest, feth, remote_addr, rkey, length as u32)
+    let f = wqe::flush_of(w).map_err(Stop::Status)?;
+    admit_remote(req, dest, Remote::Flush(f.feth.placement).access(), true)?;
+    responder::execute_flush(dest, f.feth, f.va, f.rkey, f.len)
         .or_else(|why| refuse(req, dest, why))
 }
 

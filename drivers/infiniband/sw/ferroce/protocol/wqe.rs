@@ -77,15 +77,25 @@ pub(crate) fn sge_list_len(sges: &[u8]) -> Option<u64> {
     })
 }
 
-/// The FLUSH ETH of a FLUSH WQE's `flush` union, if it asks for something defined (a placement
-/// type or both, a range or a region) and a range is no longer than IBTA allows
-/// ([`flush::MAX_RANGE`]).
-pub(crate) fn flush_of(w: &SendWqe) -> Result<Feth, WcStatus> {
+/// What a FLUSH WQE asks for, checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Flush {
+    pub(crate) feth: Feth,
+    pub(crate) va: u64,
+    pub(crate) rkey: u32,
+    /// A range's length; a region's means nothing (cut to 32 bits, as rxe sends it).
+    pub(crate) len: u32,
+}
+
+/// What the FLUSH WQE `w` asks for, if it is something defined (a placement type or both, a
+/// range or a region) and a range is no longer than IBTA allows ([`flush::MAX_RANGE`]).
+pub(crate) fn flush_of(w: &SendWqe) -> Result<Flush, WcStatus> {
     let WqeUnion::Flush {
+        remote_addr,
         length,
+        rkey,
         placement,
         level,
-        ..
     } = w.wr
     else {
         return Err(WcStatus::LocQpOpErr);
@@ -100,7 +110,12 @@ pub(crate) fn flush_of(w: &SendWqe) -> Result<Feth, WcStatus> {
     if level == flush::RANGE && length > u64::from(flush::MAX_RANGE) {
         return Err(WcStatus::LocLenErr);
     }
-    Ok(feth)
+    Ok(Flush {
+        feth,
+        va: remote_addr,
+        rkey,
+        len: length as u32,
+    })
 }
 
 /// Reads the message of the send WQE `wqe` (as much of it as was read) of a QP of `service`

@@ -538,7 +538,7 @@ fn send_request(tx: &Tx<'_>, m: &Message<'_>) -> Result<Sent, WcStatus> {
             let value = m.inline.ok_or(WcStatus::LocQpOpErr)?;
             (atomic_write_request(tx, remote_addr, rkey), value)
         }
-        (wop::FLUSH, WqeUnion::Flush { .. }) => (flush_request(tx, &m.w)?, &[]),
+        (wop::FLUSH, _) => (flush_request(tx, &wqe::flush_of(&m.w)?), &[]),
         _ => return Err(WcStatus::LocQpOpErr),
     };
     let fill = |out: &mut [u8]| -> Result<(), Fault> {
@@ -612,30 +612,19 @@ fn atomic_write_request(tx: &Tx<'_>, remote_addr: u64, rkey: u32) -> Headers {
     }
 }
 
-/// The headers of the FLUSH `w` (checked by `wqe::message`). A range's length fits in 31 bits;
-/// a region's VA and length mean nothing to the responder and go as the WQE has them, the
-/// length cut to 32 bits, as rxe sends them.
-fn flush_request(tx: &Tx<'_>, w: &SendWqe) -> Result<Headers, WcStatus> {
-    let feth = wqe::flush_of(w)?;
-    let WqeUnion::Flush {
-        remote_addr,
-        length,
-        rkey,
-        ..
-    } = w.wr
-    else {
-        return Err(WcStatus::LocQpOpErr);
-    };
-    Ok(Headers {
+/// The headers of the FLUSH `f`. A region's VA and length mean nothing to the responder and go
+/// as the WQE has them (the length cut to 32 bits), as rxe sends them.
+fn flush_request(tx: &Tx<'_>, f: &wqe::Flush) -> Headers {
+    Headers {
         bth: tx.bth(op::FLUSH, tx.t.psn, true, false),
-        feth: Some(feth),
+        feth: Some(f.feth),
         reth: Some(Reth {
-            va: remote_addr,
-            rkey,
-            dma_len: length as u32,
+            va: f.va,
+            rkey: f.rkey,
+            dma_len: f.len,
         }),
         ..Headers::default()
-    })
+    }
 }
 
 /// The turn's packets of a SEND or an RDMA WRITE: `t.budget` at most, from `t.off` on, an
