@@ -13,6 +13,8 @@
 #   make module         only ferroce.ko
 #   make test-module    only the kernel-verbs test module (selftests/kmod)
 #   make provider       only the rdma-core provider (out/provider)
+#   make pyverbs        rdma-core v55 with its pyverbs and tests, in place
+#                       (out/pyverbs-v55; make test runs that suite)
 #   make kernel-series  export the kernel change as a git-am series (out/)
 #   make setup          only install the build and test dependencies
 #
@@ -25,7 +27,7 @@ GUESTS ?= 1
 LLVM := 1
 KERNEL = "$$(qemu/kernel dir)"
 
-.PHONY: all setup kernel module test-module provider run test bench soak shell kernel-series clean
+.PHONY: all setup kernel module test-module provider pyverbs run test bench soak shell kernel-series clean
 
 all: module provider
 
@@ -44,11 +46,14 @@ test-module: kernel
 provider: setup
 	provider/build >/dev/null
 
+pyverbs: provider
+	provider/build-pyverbs >/dev/null
+
 run: module provider
 	qemu/run -- qemu/demo
 	qemu/pair -- qemu/demo-pair
 
-test: module test-module provider
+test: module test-module provider pyverbs
 	FERROCE_GUESTS=$(GUESTS) selftests/run-host $(TESTS)
 
 bench: module provider
