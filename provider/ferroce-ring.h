@@ -34,6 +34,13 @@ int ferroce_cq_poll(struct ferroce_cq_state *state, struct ibv_wc *out,
  * barrier: the next poll sees every completion the kernel did not signal.
  */
 void ferroce_cq_arm(const struct ferroce_cq_state *state, int solicited_only);
+/*
+ * Removes the completions of QP qp_num from the ring, its receive
+ * completions too unless keep_receives, keeping the others in order;
+ * returns how many, or -1 for a CQ in error.  Under the CQ lock.
+ */
+int ferroce_cq_clean(struct ferroce_cq_state *state, uint32_t qp_num,
+		     int keep_receives);
 void ferroce_cq_remap(struct ferroce_cq_state *state, void *base,
 		      uint32_t num_entries);
 

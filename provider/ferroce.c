@@ -320,12 +320,46 @@ static struct ibv_qp *ferroce_create_qp(struct ibv_pd *pd,
 	return &qp->vqp.qp;
 }
 
+/* Takes the QP's completions out of cq (see clean_qp_cqs). */
+static void clean_cq(struct ibv_cq *ibcq, struct ibv_qp *ibqp)
+{
+	struct ferroce_cq *cq = to_fcq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->ring.addr)
+		ferroce_cq_clean(&cq->state, ibqp->qp_num, ibqp->srq != NULL);
+	pthread_spin_unlock(&cq->lock);
+}
+
+/*
+ * A QP moved to RESET (or destroyed) leaves none of its completions in its
+ * CQs (IBTA's Reset state; mlx4, mlx5 and hns clean their CQs the same
+ * way), so a QP taken through RESET to RTS again polls only what it does
+ * from then on.  The kernel completes nothing of the QP's own queues once
+ * the modify returned.  The receive completions of a QP on an SRQ stay:
+ * each stands for an SRQ WQE the application could not get back otherwise.
+ * Each CQ's lock is taken, which ibv_start_poll holds until ibv_end_poll:
+ * a thread must not reset or destroy a QP of a CQ it is polling that way
+ * (as with mlx5's locked CQs).
+ */
+static void clean_qp_cqs(struct ibv_qp *ibqp)
+{
+	if (ibqp->send_cq)
+		clean_cq(ibqp->send_cq, ibqp);
+	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+		clean_cq(ibqp->recv_cq, ibqp);
+}
+
 static int ferroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			     int attr_mask)
 {
 	struct ibv_modify_qp cmd = {};
+	int ret;
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!ret && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		clean_qp_cqs(ibqp);
+	return ret;
 }
 
 static int ferroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
@@ -345,6 +379,8 @@ static int ferroce_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
+	/* Nothing polled later may name it (its number comes back). */
+	clean_qp_cqs(ibqp);
 
 	unmap_queue(&qp->sq_ring);
 	unmap_queue(&qp->rq_ring);

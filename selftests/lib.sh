@@ -484,13 +484,6 @@ sys.exit(1 if bad else 0)
 PY
 }
 
-# Why ferroce fails pyverbs' test_mr_rereg_pd and test_mr_rereg_addr (rxe's
-# provider cannot re-register, so rxe skips them), for 41 and 63.
-PYVERBS_RESTATE_CQ="after its QPs failed, the test moves them to RESET and on to RTS and
-expects their CQs to hold none of their old completions (IBTA's Reset state; mlx4's, mlx5's and
-hns' providers clean the CQs); ferroce leaves the flush completion of a receive posted before the
-failure in the CQ, and the test's next poll takes it"
-
 # pyverbs_vs_rxe [--v2-gid] RUN_TESTS... -- [--known TEST=REASON | --different TEST=REASON]...:
 # rdma-core's whole pyverbs suite (the command RUN_TESTS..., a run_tests.py)
 # on rxe0 and then on ferroce0 in this guest, each device on a dummy netdev of

@@ -14,8 +14,6 @@ if [ ! -d $T ]; then
 	cp -r /usr/share/doc/rdma-core/tests $T
 	gunzip -f $T/*.gz 2>/dev/null || true
 fi
-# The lists: --known, tests rxe passes that ferroce does not yet, and why;
-# --different, tests rxe skips and ferroce fails, and why.
-pyverbs_vs_rxe /usr/bin/python3 $T/run_tests.py -- \
-	--different tests.test_mr.MRTest.test_mr_rereg_pd="$PYVERBS_RESTATE_CQ" \
-	--different tests.test_mr.MRTest.test_mr_rereg_addr="$PYVERBS_RESTATE_CQ" || fail "pyverbs (v44)"
+# The lists (none today): --known, tests rxe passes that ferroce does not yet,
+# and why; --different, tests rxe skips and ferroce fails, and why.
+pyverbs_vs_rxe /usr/bin/python3 $T/run_tests.py -- || fail "pyverbs (v44)"

@@ -44,6 +44,9 @@ pub mod layout {
     pub const CQ_NOTIFY_SOLICITED: u32 = 2;
     /// `FERROCE_QUEUE_NEED_WAKEUP`.
     pub const QUEUE_NEED_WAKEUP: u32 = 4;
+    /// `IBV_WC_RECV`: the bit every receive completion's opcode has (`IBV_WC_RECV`,
+    /// `IBV_WC_RECV_RDMA_WITH_IMM`).
+    pub const WC_RECV: u32 = 128;
     /// `sizeof(struct ferroce_send_wqe)`.
     pub const SEND_WQE_HEADER: usize = 64;
     /// `sizeof(struct ferroce_recv_wqe)`.
@@ -809,6 +812,52 @@ impl CqState {
         unsafe { core::ptr::read_volatile(self.base.add(at).cast::<T>()) }
     }
 
+    /// Removes the completions of the QP `qp_num` the ring holds, receive completions too
+    /// unless `keep_receives`; returns how many. The QP went to RESET, and IBTA's Reset state
+    /// leaves none of a QP's completions in its CQs (mlx5's provider cleans them out the same
+    /// way, `mlx5_cq_clean`). The other completions keep their order: from the newest down,
+    /// each kept one moves up past the removed ones, and the consumer index moves past the
+    /// slots freed. The kernel writes only past the producer index it published, so the
+    /// entries between the two indices are the consumer's to move.
+    pub fn clean(&mut self, qp_num: u32, keep_receives: bool) -> Result<u32, PollError> {
+        let ready = match self.ready() {
+            Ok(n) => n,
+            // Overflowed and empty: nothing to clean (the next poll fails anyway).
+            Err(PollError::Overflow) => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut removed = 0u32;
+        for i in (0..ready).rev() {
+            let e: Cqe = self.read_entry(i);
+            let receive = e.opcode & layout::WC_RECV != 0;
+            if e.qp_num == qp_num && !(keep_receives && receive) {
+                removed += 1;
+            } else if removed > 0 {
+                self.write_entry(i + removed, &e);
+            }
+        }
+        if removed > 0 {
+            self.consumer = self.consumer.wrapping_add(removed);
+            self.word(layout::CTRL_CONSUMER)
+                .store(self.consumer, Ordering::Release);
+        }
+        Ok(removed)
+    }
+
+    /// Writes `e` at the entry `i` past the consumer index (one [`CqState::ready`] counted).
+    fn write_entry(&self, i: u32, e: &Cqe) {
+        let index = self.consumer.wrapping_add(i) & (self.num_entries - 1);
+        let at = layout::QUEUE_ENTRIES + index as usize * core::mem::size_of::<Cqe>();
+        // SAFETY: `index` < num_entries, so the 64-byte entry is inside the mapping, and
+        // aligned (the mapping is page aligned, entries start at 256 and are 64 bytes). The
+        // entries between the consumer and producer indices are the consumer's: the kernel
+        // writes a slot only at its producer index while fewer than num_entries are pending,
+        // and reads them only to copy them in a resize, which the provider serialises with
+        // this under the CQ's lock (the kernel never acts on a user CQE). `&mut self`: one
+        // consumer.
+        unsafe { core::ptr::write_volatile(self.base.add(at).cast::<Cqe>(), *e) }
+    }
+
     /// Arms the CQ: the kernel signals the completion channel on the next completion (or the
     /// next solicited one).
     ///
@@ -884,6 +933,25 @@ pub unsafe extern "C" fn ferroce_cq_poll(state: *mut CqState, out: *mut Wc, max:
     match state.poll_into(out) {
         Ok(n) => n as i32,
         Err(PollError::QueueError | PollError::Overflow) => -1,
+    }
+}
+
+/// C entry point: removes the completions of the QP `qp_num` from the ring (receive
+/// completions too unless `keep_receives`); returns how many, or -1 for a queue in error.
+///
+/// # Safety
+///
+/// `state` must be initialised and not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn ferroce_cq_clean(
+    state: *mut CqState,
+    qp_num: u32,
+    keep_receives: i32,
+) -> i32 {
+    // SAFETY: Guaranteed by the caller.
+    match unsafe { &mut *state }.clean(qp_num, keep_receives != 0) {
+        Ok(n) => n as i32,
+        Err(_) => -1,
     }
 }
 
@@ -1022,17 +1090,20 @@ mod tests {
         }
         /// Writes a CQE if there is room, as the kernel does.
         fn push(&mut self, wr_id: u64) -> bool {
+            self.push_cqe(Cqe {
+                wr_id,
+                byte_len: wr_id as u32,
+                ..Default::default()
+            })
+        }
+        /// Writes `cqe` if there is room, as the kernel does.
+        fn push_cqe(&mut self, cqe: Cqe) -> bool {
             let base = self.base();
             let consumer = unsafe { word(base, layout::CTRL_CONSUMER) }.load(Ordering::Acquire);
             if self.producer.wrapping_sub(consumer) == self.num_entries {
                 return false;
             }
             let index = self.producer & (self.num_entries - 1);
-            let cqe = Cqe {
-                wr_id,
-                byte_len: wr_id as u32,
-                ..Default::default()
-            };
             unsafe {
                 base.add(layout::QUEUE_ENTRIES + index as usize * 64)
                     .cast::<Cqe>()
@@ -1050,6 +1121,97 @@ mod tests {
         let mut cq = unsafe { CqState::new(r.base(), 4) };
         let mut out = [Cqe::default(); 4];
         assert_eq!(cq.poll(&mut out), Ok(0));
+    }
+
+    /// A QP's completions leave the ring (its receives too, or not), the others stay in order,
+    /// across the ring's wrap, and the slots freed are the kernel's again.
+    #[test]
+    fn cleaning_takes_out_one_qps_completions() {
+        for keep_receives in [false, true] {
+            let mut r = Ring::new(8);
+            let mut cq = unsafe { CqState::new(r.base(), 8) };
+            let mut out = [Cqe::default(); 8];
+            // Move the indices so that what follows wraps.
+            for i in 0..6 {
+                assert!(r.push(i));
+            }
+            assert_eq!(cq.poll(&mut out), Ok(6));
+            let cqe = |wr_id, qp_num, opcode| Cqe {
+                wr_id,
+                qp_num,
+                opcode,
+                ..Default::default()
+            };
+            for c in [
+                cqe(10, 5, 0),
+                cqe(11, 7, 0),
+                cqe(12, 5, layout::WC_RECV),
+                cqe(13, 7, layout::WC_RECV + 1),
+                cqe(14, 5, 1),
+                cqe(15, 7, 0),
+            ] {
+                assert!(r.push_cqe(c));
+            }
+            let removed = cq.clean(5, keep_receives).unwrap();
+            let want: &[u64] = if keep_receives {
+                &[11, 12, 13, 15]
+            } else {
+                &[11, 13, 15]
+            };
+            assert_eq!(removed as usize, 6 - want.len());
+            // The room is the kernel's: it fills the ring up again.
+            let mut pushed = 0;
+            while r.push_cqe(cqe(20 + pushed, 7, 0)) {
+                pushed += 1;
+            }
+            assert_eq!(pushed as usize, 8 - want.len());
+            let n = cq.poll(&mut out).unwrap();
+            let got: Vec<u64> = out[..n].iter().map(|c| c.wr_id).collect();
+            let mut all = want.to_vec();
+            all.extend(20..20 + pushed);
+            assert_eq!(got, all);
+            assert_eq!(cq.clean(9, false), Ok(0), "an empty ring");
+        }
+    }
+
+    /// Every pattern of two QPs' completions on a full ring whose indices wrap past u32::MAX:
+    /// the other QP's stay in order, and the kernel gets exactly the freed slots back.
+    #[test]
+    fn cleaning_a_full_ring_across_the_index_wrap() {
+        for start in [0, u32::MAX - 2, u32::MAX] {
+            for pattern in 0u32..256 {
+                let mut r = Ring::new(8);
+                r.producer = start;
+                unsafe { word(r.base(), layout::CTRL_PRODUCER) }.store(start, Ordering::Release);
+                unsafe { word(r.base(), layout::CTRL_CONSUMER) }.store(start, Ordering::Release);
+                let mut cq = unsafe { CqState::new(r.base(), 8) };
+                for i in 0..8u32 {
+                    let qp_num = if pattern >> i & 1 != 0 { 5 } else { 7 };
+                    assert!(r.push_cqe(Cqe {
+                        wr_id: i.into(),
+                        qp_num,
+                        ..Default::default()
+                    }));
+                }
+                let removed = cq.clean(5, false).unwrap();
+                assert_eq!(removed, pattern.count_ones());
+                let mut pushed = 0;
+                while r.push_cqe(Cqe {
+                    wr_id: 100,
+                    qp_num: 7,
+                    ..Default::default()
+                }) {
+                    pushed += 1;
+                }
+                assert_eq!(pushed, removed, "start {start} pattern {pattern:#x}");
+                let mut out = [Cqe::default(); 8];
+                assert_eq!(cq.poll(&mut out), Ok(8));
+                let kept: Vec<u64> = (0..8u64).filter(|i| pattern >> i & 1 == 0).collect();
+                let got: Vec<u64> = out[..kept.len()].iter().map(|c| c.wr_id).collect();
+                assert_eq!(got, kept, "start {start} pattern {pattern:#x}");
+                assert!(out[kept.len()..].iter().all(|c| c.wr_id == 100));
+            }
+        }
     }
 
     #[test]
