@@ -330,7 +330,7 @@ fn deliver(
         let cqe = responder::receive_cqe(dest, wr_id, recv_status, &msg);
         qp::complete_recv(dest, &cqe, resp.resets, fail_dest, req.may_sleep);
     } else if fail_dest {
-        qp::fail(dest, req.may_sleep);
+        qp::fail_since(dest, Some(resp.resets), req.may_sleep);
     }
     requester_outcome(refused, rc)
 }

@@ -764,7 +764,8 @@ pub(crate) fn admit(
 
 /// Completes the receive WQE `admit` took, in order: the completion is dropped if the QP was
 /// reset since (`resets`), and a flush a move to ERR left to this follows it. `fail` puts the
-/// QP in error (an RC responder error).
+/// QP in error (an RC responder error), unless it was reset since: the failure was the old
+/// connection's.
 pub(crate) fn complete_recv(
     dest: &Qp<Ferroce>,
     cqe: &Cqe,
@@ -783,7 +784,7 @@ pub(crate) fn complete_recv(
             after.notices.recv = n;
         }
     }
-    if fail {
+    if fail && st.resets == resets {
         st.enter_error(dest, &mut after);
     }
     if st.attr.qp_state == QpState::Err {
@@ -841,9 +842,17 @@ pub(crate) fn receive_datagram(
 
 /// Moves `qp` to ERR from the data path (a responder error).
 pub(crate) fn fail(qp: &Qp<Ferroce>, may_sleep: bool) {
+    fail_since(qp, None, may_sleep);
+}
+
+/// As [`fail`], unless the QP was reset since its reset count was `resets` (the failure was
+/// its old connection's).
+pub(crate) fn fail_since(qp: &Qp<Ferroce>, resets: Option<u32>, may_sleep: bool) {
     let mut after = After::default();
     let mut st = qp.data().state.lock();
-    st.enter_error(qp, &mut after);
+    if resets.map_or(true, |r| r == st.resets) {
+        st.enter_error(qp, &mut after);
+    }
     drop(st);
     after.run(qp, may_sleep);
 }
