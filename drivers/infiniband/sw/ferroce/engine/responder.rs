@@ -166,7 +166,8 @@ pub(crate) fn execute_atomic_write(
 /// Executes a FLUSH (IBTA 1.5 A19.4.2) of `qp`'s memory: `len` bytes at `va` under `rkey`, or
 /// the whole region `rkey` names, which must grant the placement types `feth` asks for (a
 /// remote access error otherwise; an empty range needs the rkey too, and a VA within what it
-/// names, as rxe checks). The request is taken in PSN order, after every WRITE before it was
+/// names, as rxe checks). `feth` is valid: both carriers check it first (`on_flush`,
+/// `wqe::flush_of`). The request is taken in PSN order, after every WRITE before it was
 /// placed; a full barrier then orders those stores before whatever the responder does next
 /// (the response, to begin with), so every reader of the memory sees them: global visibility.
 /// Persistence cannot be granted (no memory registers with `FLUSH_PERSISTENT`: the device does
@@ -178,9 +179,6 @@ pub(crate) fn execute_flush(
     rkey: u32,
     len: u32,
 ) -> Result<(), Refusal> {
-    if !feth.is_valid() {
-        return Err(Refusal::InvalidRequest);
-    }
     let need = Remote::Flush(feth.placement).access();
     let found = if feth.selectivity == flush::REGION {
         find_remote_region(qp, rkey, need)
