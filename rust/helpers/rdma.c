@@ -6,6 +6,7 @@
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
@@ -57,6 +58,20 @@ bool rust_helper_rdma_kernel_addr_ok(unsigned long addr)
 {
 	return addr >= PAGE_OFFSET && addr < (unsigned long)high_memory &&
 	       virt_addr_valid(addr);
+}
+
+/*
+ * The 802.1Q VLAN id of a GID table entry's netdev (a GID ib_core made for
+ * an address of a VLAN device, the device's own or an upper one of it), or
+ * 0xffff if it is no VLAN device.
+ */
+u16 rust_helper_rdma_gid_attr_vlan_id(const struct ib_gid_attr *attr)
+{
+	u16 vlan_id = 0xffff;
+
+	if (rdma_read_gid_l2_fields(attr, &vlan_id, NULL))
+		return 0xffff;
+	return vlan_id;
 }
 
 #endif /* CONFIG_INFINIBAND */

@@ -13,6 +13,7 @@
 #include <linux/sched/signal.h>
 #include <linux/workqueue.h>
 #include <linux/crc32.h>
+#include <linux/if_vlan.h>
 #include <linux/skbuff.h>
 #include <linux/timer.h>
 #include <linux/udp.h>
@@ -139,9 +140,11 @@ void rust_helper_rdma_wire_close(struct roce_udp_endpoint *ep)
  * for (see kernel::rdma::sw::wire::RxPacket::vouched_for).
  */
 int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len, u32 *segment,
-			     bool *vouched)
+			     bool *vouched, u16 *vlan_id)
 {
 	*segment = 0;
+	/* The 802.1Q VLAN it came on: its VLAN device received it. */
+	*vlan_id = skb->dev && is_vlan_dev(skb->dev) ? vlan_dev_vlan_id(skb->dev) : 0xffff;
 	/*
 	 * Built by this host's UDP stack (or merged by its GRO, which checked
 	 * each piece's UDP checksum), its checksum left to be filled in; not
@@ -328,23 +331,26 @@ static int rdma_wire_train(struct sk_buff *skb, bool ipv6, u32 gso_size)
 }
 
 /*
- * Sends the IP packet @skb (its data starts with the IP header) through
- * @ndev, routed by the header's addresses (IPv4: with @routes, if not NULL);
- * if @gso_size is not 0, as a train the stack cuts (rdma_wire_train).
- * Consumes @skb.
+ * The netdev a packet of @ndev's device leaves by: @ndev, or for @vlan_id
+ * (not 0xffff) the 802.1Q VLAN device of that id on it (@ndev itself if it is
+ * that VLAN).  NULL if there is none (any more).  Under RCU.
  */
-int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6,
-			       struct dst_cache *routes, u32 gso_size)
+static struct net_device *rdma_wire_egress(struct net_device *ndev, u16 vlan_id)
 {
-	struct net *net = dev_net(ndev);
+	if (vlan_id == 0xffff)
+		return ndev;
+	if (is_vlan_dev(ndev) && vlan_dev_vlan_id(ndev) == vlan_id)
+		return ndev;
+	return __vlan_find_dev_deep_rcu(ndev, htons(ETH_P_8021Q), vlan_id);
+}
+
+/* rust_helper_rdma_wire_xmit through @ndev, the egress netdev; under RCU. */
+static int rdma_wire_xmit_via(struct net *net, struct net_device *ndev, struct sk_buff *skb,
+			      bool ipv6, struct dst_cache *routes, u32 gso_size, u8 tos)
+{
 	struct dst_entry *dst;
 	int err;
 
-	/* The IP layer enables bottom halves again: not with interrupts off. */
-	if (WARN_ON_ONCE(in_hardirq() || irqs_disabled())) {
-		kfree_skb(skb);
-		return -EINVAL;
-	}
 	if (gso_size) {
 		err = rdma_wire_train(skb, ipv6, gso_size);
 		if (err) {
@@ -374,6 +380,7 @@ int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, boo
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
+	skb->priority = rt_tos2priority(tos);
 	skb_reset_network_header(skb);
 	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
 	if (ipv6) {
@@ -386,6 +393,40 @@ int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, boo
 		err = ip_local_out(net, NULL, skb);
 	}
 	return err > 0 ? net_xmit_errno(err) : err;
+}
+
+
+/*
+ * Sends the IP packet @skb (its data starts with the IP header) through
+ * @ndev, or its VLAN device of @vlan_id (not 0xffff), routed by the header's
+ * addresses (IPv4: with @routes, if not NULL), at the priority the kernel
+ * gives IP packets of its TOS (which a VLAN device maps to the frame's PCP);
+ * if @gso_size is not 0, as a train the stack cuts (rdma_wire_train).
+ * Consumes @skb.
+ */
+int rust_helper_rdma_wire_xmit(struct net_device *ndev, struct sk_buff *skb, bool ipv6,
+			       struct dst_cache *routes, u32 gso_size, u16 vlan_id, u8 tos)
+{
+	struct net_device *egress;
+	int err;
+
+	/* The IP layer enables bottom halves again: not with interrupts off. */
+	if (WARN_ON_ONCE(in_hardirq() || irqs_disabled())) {
+		kfree_skb(skb);
+		return -EINVAL;
+	}
+	/* The VLAN device, if any, stays while the packet is handed over. */
+	rcu_read_lock();
+	egress = rdma_wire_egress(ndev, vlan_id);
+	if (egress) {
+		err = rdma_wire_xmit_via(dev_net(egress), egress, skb, ipv6, routes, gso_size,
+					 tos);
+	} else {
+		kfree_skb(skb);
+		err = -ENETUNREACH;
+	}
+	rcu_read_unlock();
+	return err;
 }
 
 #endif /* CONFIG_RUST_RDMA_SW */

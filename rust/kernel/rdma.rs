@@ -30,6 +30,7 @@ pub mod srq;
 pub mod stats;
 #[cfg(CONFIG_RUST_RDMA_SW)]
 pub mod sw;
+pub mod sysfs;
 pub mod ucontext;
 pub mod udata;
 pub mod umem;

@@ -84,6 +84,12 @@ impl NetDevice {
         unsafe { (*self.as_raw()).type_ }
     }
 
+    /// Whether this is an Ethernet device (`ARPHRD_ETHER`), an 802.1Q VLAN device on one
+    /// included.
+    pub fn is_ethernet(&self) -> bool {
+        self.hw_type() == bindings::ARPHRD_ETHER as u16
+    }
+
     /// Whether this is an Ethernet device (`ARPHRD_ETHER`), not a VLAN on top of one.
     pub fn is_plain_ethernet(&self) -> bool {
         // SAFETY: The device is valid by the type invariant.
@@ -126,6 +132,23 @@ impl NetDevice {
     /// Takes a counted reference to the device.
     pub fn to_owned(&self) -> ARef<NetDevice> {
         ARef::from(self)
+    }
+
+    /// Makes the host a member of the IP multicast group `group` on this device, as a socket
+    /// joining it does (IGMP or MLD reports, the group's MAC in the device's filter), so that
+    /// the stack takes the group's packets arriving on it. `group` is an IPv6 address or an
+    /// IPv4-mapped one (`::ffff:a.b.c.d`). Memberships are counted: each join needs one
+    /// [`NetDevice::leave_ip_multicast`]. `EINVAL`: not a multicast address; `ENODEV`: the
+    /// device has no IP configuration (any more). Sleeps.
+    pub fn join_ip_multicast(&self, group: &[u8; 16]) -> Result<(), Error> {
+        // SAFETY: The device is valid by the type invariant; `group` holds 16 bytes.
+        to_result(unsafe { bindings::netdev_ip_multicast(self.as_raw(), group.as_ptr(), true) })
+    }
+
+    /// Ends one membership [`NetDevice::join_ip_multicast`] took. Sleeps.
+    pub fn leave_ip_multicast(&self, group: &[u8; 16]) -> Result<(), Error> {
+        // SAFETY: As above.
+        to_result(unsafe { bindings::netdev_ip_multicast(self.as_raw(), group.as_ptr(), false) })
     }
 }
 

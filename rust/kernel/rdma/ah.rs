@@ -55,6 +55,10 @@ pub struct AddressVector {
     pub dmac: [u8; 6],
     /// IPv4 or IPv6.
     pub network: Network,
+    /// The 802.1Q VLAN of the source GID: ib_core makes a GID for each address of a VLAN
+    /// device (on the device's netdev, or the netdev itself), and packets from it go tagged
+    /// through that VLAN device. `None`: untagged.
+    pub vlan_id: Option<u16>,
 }
 
 impl AddressVector {
@@ -75,6 +79,8 @@ impl AddressVector {
         }
         // SAFETY: `sgid_attr` is a held GID table entry for the life of the attribute.
         let sgid = unsafe { (*a.grh.sgid_attr).gid.raw };
+        // SAFETY: As above.
+        let vlan_id = unsafe { bindings::rdma_gid_attr_vlan_id(a.grh.sgid_attr) };
         let v4_mapped = sgid[..10].iter().all(|&b| b == 0) && sgid[10] == 0xff && sgid[11] == 0xff;
         Ok(AddressVector {
             port_num: a.port_num,
@@ -94,6 +100,7 @@ impl AddressVector {
             } else {
                 Network::Ipv6
             },
+            vlan_id: (vlan_id < 0x1000).then_some(vlan_id),
         })
     }
 }

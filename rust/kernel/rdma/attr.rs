@@ -140,6 +140,8 @@ pub enum PortEvent {
     Error = bindings::ib_event_type_IB_EVENT_PORT_ERR,
     /// The port's GID table changed.
     GidChange = bindings::ib_event_type_IB_EVENT_GID_CHANGE,
+    /// The port's P_Key table changed (ib_core reads it again).
+    PkeyChange = bindings::ib_event_type_IB_EVENT_PKEY_CHANGE,
 }
 
 fn int(v: u32) -> Result<i32> {

@@ -105,6 +105,16 @@ pub trait Driver: Sized + 'static {
     /// Returns entry `index` of the P_Key table of `port` (`query_pkey`).
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
+    /// Sets entry `index` of `port`'s P_Key table to `pkey` (0: no P_Key), as the
+    /// administrator asks through the port's `pkey_table` file in sysfs
+    /// (`/sys/class/infiniband/DEV/ports/N/pkey_table`, which lists the table; writing
+    /// `INDEX PKEY` to it, numbers in C notation, sets one entry). The driver raises
+    /// [`PortEvent::PkeyChange`](crate::rdma::PortEvent::PkeyChange) if the table changed.
+    /// Without this method the port has no such file. Sleeps.
+    fn set_pkey(_dev: &Device<Self>, _port: u32, _index: u16, _pkey: u16) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// The names of the port counters [`Driver::read_port_counters`] fills in.
     const PORT_COUNTERS: &'static [super::stats::Counter] = &[];
 
@@ -151,6 +161,20 @@ pub trait Driver: Sized + 'static {
     /// deferred work ([`Driver::QpDeferred`]) may still run while this runs; it is shut down
     /// right after.
     fn destroy_qp(_qp: &Qp<Self>) {}
+
+    /// Attaches the UD QP `qp` to the multicast group `mgid` (`attach_mcast`: ib_core has
+    /// checked that the QP is UD and the GID a multicast one; RoCE has no LIDs). Each
+    /// successful attach is undone by one [`Driver::detach_mcast`] before the QP can be
+    /// destroyed (ib_core counts them in the QP's use count). Sleeps.
+    fn attach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Undoes one [`Driver::attach_mcast`] of `qp` to `mgid` (`detach_mcast`); `EINVAL` if
+    /// there is none. Sleeps.
+    fn detach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The doorbell of a user QP: its send queue has new work (`post_send` with no work
     /// requests, from the `POST_SEND` write() command of a provider).
@@ -388,6 +412,16 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        attach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Adapter::<T>::attach_mcast)
+        } else {
+            None
+        },
+        detach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Adapter::<T>::detach_mcast)
+        } else {
+            None
+        },
         post_send: if T::HAS_RING_SQ_DOORBELL {
             Some(Adapter::<T>::post_send)
         } else {
@@ -547,6 +581,11 @@ impl<T: Driver> Adapter<T> {
         get_port_immutable: Some(Adapter::<T>::get_port_immutable),
         query_device: Some(Adapter::<T>::query_device),
         query_pkey: Some(Adapter::<T>::query_pkey),
+        port_groups: if T::HAS_SET_PKEY {
+            &Adapter::<T>::PORT_GROUPS as *const _ as *mut _
+        } else {
+            core::ptr::null_mut()
+        },
         query_port: Some(Adapter::<T>::query_port),
         size_ib_ah: kzalloc_size::<Ah<T>>(),
         size_ib_cq: kzalloc_size::<Cq<T>>(),

@@ -527,6 +527,40 @@ impl<T: Driver> Adapter<T> {
 
     /// # Safety
     ///
+    /// Called by ib_core for a live QP with a valid GID.
+    pub(crate) unsafe extern "C" fn attach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Valid for the call; every member of the GID union is plain bytes.
+        let mgid = unsafe { (*gid).raw };
+        from_result(|| {
+            // SAFETY: The QP is alive for the call.
+            T::attach_mcast(unsafe { Qp::<T>::from_raw(qp) }, &mgid)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for a live QP with a valid GID.
+    pub(crate) unsafe extern "C" fn detach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Valid for the call; every member of the GID union is plain bytes.
+        let mgid = unsafe { (*gid).raw };
+        from_result(|| {
+            // SAFETY: The QP is alive for the call.
+            T::detach_mcast(unsafe { Qp::<T>::from_raw(qp) }, &mgid)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// Called by ib_core for a live QP with output structures valid for writes (uverbs
     /// allocates them without zeroing).
     pub(crate) unsafe extern "C" fn query_qp(

@@ -403,6 +403,10 @@ pub struct Wc {
     /// With [`wc_flags::WITH_NETWORK_HDR_TYPE`]: what the GRH holds (`enum
     /// rdma_network_type`: IPv4 or IPv6 header for RoCEv2).
     pub network_hdr_type: u8,
+    /// The 802.1Q VLAN a datagram came on (RoCE): ib_core finds the GID it was sent to among
+    /// those of that VLAN's device (`ib_init_ah_attr_from_wc`), so ib_cm and rdma_cm answer
+    /// over the same VLAN. Sets `IB_WC_WITH_VLAN`.
+    pub vlan_id: Option<u16>,
 }
 
 impl Wc {
@@ -416,13 +420,18 @@ impl Wc {
         w.ex.imm_data = self.ex;
         w.src_qp = self.src_qp;
         w.slid = 0;
-        w.wc_flags = self.wc_flags as i32;
+        w.wc_flags = (self.wc_flags
+            | if self.vlan_id.is_some() {
+                bindings::ib_wc_flags_IB_WC_WITH_VLAN
+            } else {
+                0
+            }) as i32;
         w.pkey_index = self.pkey_index;
         w.sl = self.sl;
         w.dlid_path_bits = 0;
         w.port_num = self.port_num;
         w.smac = [0; 6];
-        w.vlan_id = 0;
+        w.vlan_id = self.vlan_id.unwrap_or(0);
         w.network_hdr_type = self.network_hdr_type;
     }
 }

@@ -111,6 +111,7 @@ pub struct RxPacket<'a> {
     len: usize,
     segment: usize,
     vouched_for: bool,
+    vlan_id: Option<u16>,
     _skb: core::marker::PhantomData<&'a bindings::sk_buff>,
 }
 
@@ -145,6 +146,12 @@ impl RxPacket<'_> {
     pub fn vouched_for(&self) -> bool {
         self.vouched_for
     }
+
+    /// The 802.1Q VLAN the packet came on: the id of the VLAN device that received it (the
+    /// device's netdev itself, or a VLAN device on it), `None` if it came untagged.
+    pub fn vlan_id(&self) -> Option<u16> {
+        self.vlan_id
+    }
 }
 
 /// The endpoint's receive callback: softirq context (or the port's work item, bottom halves
@@ -163,11 +170,19 @@ unsafe extern "C" fn receive<T: SoftDriver>(
     let mut len = 0u32;
     let mut segment = 0u32;
     let mut vouched_for = false;
+    let mut vlan_id = NO_VLAN;
     // SAFETY: `skb` is ours; the out-pointers are valid. On success `data` and `len` describe
     // the linear packet from its network header on.
-    let ok =
-        unsafe { bindings::rdma_wire_rx(skb, &mut data, &mut len, &mut segment, &mut vouched_for) }
-            == 0;
+    let ok = unsafe {
+        bindings::rdma_wire_rx(
+            skb,
+            &mut data,
+            &mut len,
+            &mut segment,
+            &mut vouched_for,
+            &mut vlan_id,
+        )
+    } == 0;
     let mut consumed = false;
     if ok {
         // SAFETY: `ep` is valid while callbacks may run (the tunnel removes it, waiting for
@@ -181,6 +196,7 @@ unsafe extern "C" fn receive<T: SoftDriver>(
                 len: len as usize,
                 segment: segment as usize,
                 vouched_for,
+                vlan_id: (vlan_id != NO_VLAN).then_some(vlan_id),
                 _skb: core::marker::PhantomData,
             };
             T::receive(&*dev, &packet);
@@ -189,6 +205,25 @@ unsafe extern "C" fn receive<T: SoftDriver>(
     }
     // SAFETY: The packet is ours and nothing refers to it any more.
     unsafe { bindings::rdma_wire_free(skb, consumed) };
+}
+
+/// The helpers' "no VLAN" (ib_core's too: `rdma_read_gid_l2_fields`).
+const NO_VLAN: u16 = 0xffff;
+
+/// How a packet leaves, beside the addresses in its IP header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Egress {
+    /// The packet is IPv6 (else IPv4).
+    pub ipv6: bool,
+    /// The 802.1Q VLAN to send it on: the VLAN device of that id on the device's netdev (or
+    /// that netdev itself, if it is that VLAN), as a GID made for a VLAN device's address asks
+    /// ([`crate::rdma::AddressVector::vlan_id`]). If there is no such VLAN device (any more)
+    /// the packet is not sent (`ENETUNREACH`).
+    pub vlan_id: Option<u16>,
+    /// The IP header's TOS (traffic class): the packet's priority is the one the kernel gives
+    /// IP packets of that TOS (`rt_tos2priority`), which a VLAN device maps to the frame's
+    /// PCP (its `egress-qos-map`), as rdma_cm maps a TOS to the service level it reports.
+    pub traffic_class: u8,
 }
 
 /// The route of one connection's IPv4 packets, kept between them (`struct dst_cache`, per
@@ -288,11 +323,12 @@ impl TxPacket {
         unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
     }
 
-    /// Routes the packet by the source and destination in its IP header (IPv6 if `ipv6`)
-    /// through `netdev`, taking the route of an IPv4 packet from `routes` if it holds one for
-    /// this source (and keeping it there), and sends it. The packet is gone either way.
-    pub fn send(self, netdev: &NetDevice, ipv6: bool, routes: Option<&RouteCache>) -> Result {
-        self.transmit(netdev, ipv6, routes, 0)
+    /// Routes the packet by the source and destination in its IP header (IPv6 if
+    /// `egress.ipv6`) through `netdev` (or its VLAN device `egress` names), taking the route
+    /// of an IPv4 packet from `routes` if it holds one for this source (and keeping it there),
+    /// and sends it. The packet is gone either way.
+    pub fn send(self, netdev: &NetDevice, egress: &Egress, routes: Option<&RouteCache>) -> Result {
+        self.transmit(netdev, egress, routes, 0)
     }
 
     /// Sends the packet as [`TxPacket::send`] does, as a train: a UDP datagram that the IP
@@ -309,7 +345,7 @@ impl TxPacket {
     pub fn send_train(
         self,
         netdev: &NetDevice,
-        ipv6: bool,
+        egress: &Egress,
         routes: Option<&RouteCache>,
         segment: usize,
     ) -> Result {
@@ -317,17 +353,24 @@ impl TxPacket {
             .ok()
             .filter(|&s| s != 0)
             .ok_or(EINVAL)?;
-        self.transmit(netdev, ipv6, routes, segment)
+        self.transmit(netdev, egress, routes, segment)
     }
 
     /// Sends the packet, as a train of pieces of `segment` bytes unless that is 0.
     fn transmit(
         mut self,
         netdev: &NetDevice,
-        ipv6: bool,
+        egress: &Egress,
         routes: Option<&RouteCache>,
         segment: u32,
     ) -> Result {
+        let ipv6 = egress.ipv6;
+        // 0xffff is no VLAN id (they are 12 bits): refused rather than taken for none.
+        let vlan_id = match egress.vlan_id {
+            None => NO_VLAN,
+            Some(id) if id < 0x1000 => id,
+            Some(_) => return Err(EINVAL),
+        };
         let (need, version) = if ipv6 { (40, 6) } else { (20, 4) };
         if self.len < need || self.bytes_mut()[0] >> 4 != version {
             return Err(EINVAL);
@@ -339,7 +382,17 @@ impl TxPacket {
         // whole (the header's fields are the driver's business, but for what the helper checks
         // before cutting a train); the call consumes it. `routes` is null or an initialised
         // cache that outlives the call.
-        to_result(unsafe { bindings::rdma_wire_xmit(netdev.as_raw(), skb, ipv6, routes, segment) })
+        to_result(unsafe {
+            bindings::rdma_wire_xmit(
+                netdev.as_raw(),
+                skb,
+                ipv6,
+                routes,
+                segment,
+                vlan_id,
+                egress.traffic_class,
+            )
+        })
     }
 }
 
