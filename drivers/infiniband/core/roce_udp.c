@@ -127,6 +127,28 @@ static struct roce_udp_endpoint *roce_udp_lookup(struct net *net, struct roce_ud
 }
 
 /*
+ * The endpoint of @rn that serves the real device of @ndev, a VLAN device, or
+ * a VLAN device on @ndev.  A RoCE port has the GIDs of the VLANs on its
+ * netdev too (roce_gid_mgmt), while a VLAN with an endpoint of its own takes
+ * the VLAN's packets: two devices would have GIDs only one of them receives
+ * for.  Under roce_udp_mutex.
+ */
+static struct roce_udp_endpoint *roce_udp_vlan_relative(struct roce_udp_net *rn,
+							 struct net_device *ndev)
+{
+	struct roce_udp_endpoint *ep;
+	unsigned long i;
+
+	xa_for_each(&rn->eps, i, ep) {
+		if (is_vlan_dev(ndev) && vlan_dev_real_dev(ndev) == ep->ndev)
+			return ep;
+		if (is_vlan_dev(ep->ndev) && vlan_dev_real_dev(ep->ndev) == ndev)
+			return ep;
+	}
+	return NULL;
+}
+
+/*
  * Makes @skb linear without emergency reserves: a train's sender can send
  * its packets again, and other atomic allocations need them more.
  */
@@ -225,6 +247,13 @@ static void roce_udp_deliver(struct roce_udp_endpoint *ep, struct sk_buff *skb, 
 	 * endpoint's (whose going purges the queue) stands in for it.
 	 */
 	skb_dst_drop(skb);
+	/*
+	 * The VLAN it came on stays known as its VLAN tag (which the VLAN
+	 * layer took off: no packet reaches a UDP socket with one).
+	 */
+	if (is_vlan_dev(skb->dev) && !skb_vlan_tag_present(skb))
+		__vlan_hwaccel_put_tag(skb, vlan_dev_vlan_proto(skb->dev),
+				       vlan_dev_vlan_id(skb->dev));
 	skb->dev = ep->ndev;
 	__skb_queue_tail(&ep->backlog, skb);
 	WRITE_ONCE(ep->inflight, ep->inflight + 1);
@@ -415,6 +444,13 @@ int roce_udp_add(struct roce_udp_endpoint *ep, struct net_device *ndev,
 	if (other) {
 		pr_err("%s: %s is already served by RDMA device %s\n", name, ndev->name,
 		       other->name);
+		err = -EBUSY;
+		goto out;
+	}
+	other = roce_udp_vlan_relative(rn, ndev);
+	if (other) {
+		pr_err("%s: %s is a VLAN of, or under, %s, which RDMA device %s serves\n", name,
+		       ndev->name, other->ndev->name, other->name);
 		err = -EBUSY;
 		goto out;
 	}
