@@ -70,6 +70,9 @@ int rust_helper_netdev_ip_multicast(struct net_device *dev, const u8 *group, boo
 #if IS_ENABLED(CONFIG_IPV6)
 	if (!ipv6_addr_is_multicast(a6))
 		return -EINVAL;
+	/* IPv6 off on the device: not a bad address (ipv6_dev_mc_inc says EINVAL). */
+	if (!rcu_access_pointer(dev->ip6_ptr))
+		return -ENODEV;
 	return join ? ipv6_dev_mc_inc(dev, a6) : ipv6_dev_mc_dec(dev, a6);
 #else
 	return -EAFNOSUPPORT;

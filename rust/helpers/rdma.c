@@ -62,16 +62,16 @@ bool rust_helper_rdma_kernel_addr_ok(unsigned long addr)
 
 /*
  * The 802.1Q VLAN id of a GID table entry's netdev (a GID ib_core made for
- * an address of a VLAN device, the device's own or an upper one of it), or
- * 0xffff if it is no VLAN device.
+ * an address of a VLAN device, the device's own or an upper one of it),
+ * 0xffff if it is no VLAN device, -ENODEV if the entry lost its netdev (it
+ * is being deleted).
  */
-u16 rust_helper_rdma_gid_attr_vlan_id(const struct ib_gid_attr *attr)
+int rust_helper_rdma_gid_attr_vlan_id(const struct ib_gid_attr *attr)
 {
 	u16 vlan_id = 0xffff;
+	int err = rdma_read_gid_l2_fields(attr, &vlan_id, NULL);
 
-	if (rdma_read_gid_l2_fields(attr, &vlan_id, NULL))
-		return 0xffff;
-	return vlan_id;
+	return err ? err : vlan_id;
 }
 
 #endif /* CONFIG_INFINIBAND */

@@ -143,8 +143,16 @@ int rust_helper_rdma_wire_rx(struct sk_buff *skb, const u8 **data, u32 *len, u32
 			     bool *vouched, u16 *vlan_id)
 {
 	*segment = 0;
-	/* The 802.1Q VLAN it came on: its VLAN device received it. */
-	*vlan_id = skb->dev && is_vlan_dev(skb->dev) ? vlan_dev_vlan_id(skb->dev) : 0xffff;
+	/*
+	 * The 802.1Q VLAN it came on: its VLAN device received it, or the port
+	 * kept the VLAN as its tag for a packet it handed over later.
+	 */
+	if (skb_vlan_tag_present(skb))
+		*vlan_id = skb_vlan_tag_get_id(skb);
+	else if (skb->dev && is_vlan_dev(skb->dev))
+		*vlan_id = vlan_dev_vlan_id(skb->dev);
+	else
+		*vlan_id = 0xffff;
 	/*
 	 * Built by this host's UDP stack (or merged by its GRO, which checked
 	 * each piece's UDP checksum), its checksum left to be filled in; not
@@ -337,11 +345,15 @@ static int rdma_wire_train(struct sk_buff *skb, bool ipv6, u32 gso_size)
  */
 static struct net_device *rdma_wire_egress(struct net_device *ndev, u16 vlan_id)
 {
+	struct net_device *vlan;
+
 	if (vlan_id == 0xffff)
 		return ndev;
 	if (is_vlan_dev(ndev) && vlan_dev_vlan_id(ndev) == vlan_id)
 		return ndev;
-	return __vlan_find_dev_deep_rcu(ndev, htons(ETH_P_8021Q), vlan_id);
+	vlan = __vlan_find_dev_deep_rcu(ndev, htons(ETH_P_8021Q), vlan_id);
+	/* Its packets arrive in the VLAN's namespace, where no device takes them. */
+	return vlan && net_eq(dev_net(vlan), dev_net(ndev)) ? vlan : NULL;
 }
 
 /* rust_helper_rdma_wire_xmit through @ndev, the egress netdev; under RCU. */

@@ -63,7 +63,8 @@ pub struct AddressVector {
 
 impl AddressVector {
     /// Reads a RoCE address vector; a vector without a GRH or a source GID is refused
-    /// (`EINVAL`): RoCE routes by IP.
+    /// (`EINVAL`): RoCE routes by IP; one whose source GID is being deleted (its netdev gone
+    /// from the entry) with `ENODEV`.
     ///
     /// # Safety
     ///
@@ -81,6 +82,8 @@ impl AddressVector {
         let sgid = unsafe { (*a.grh.sgid_attr).gid.raw };
         // SAFETY: As above.
         let vlan_id = unsafe { bindings::rdma_gid_attr_vlan_id(a.grh.sgid_attr) };
+        // A GID being deleted: packets from it would go untagged, wherever its VLAN was.
+        let vlan_id = u16::try_from(vlan_id).map_err(|_| ENODEV)?;
         let v4_mapped = sgid[..10].iter().all(|&b| b == 0) && sgid[10] == 0xff && sgid[11] == 0xff;
         Ok(AddressVector {
             port_num: a.port_num,

@@ -165,7 +165,8 @@ pub trait Driver: Sized + 'static {
     /// Attaches the UD QP `qp` to the multicast group `mgid` (`attach_mcast`: ib_core has
     /// checked that the QP is UD and the GID a multicast one; RoCE has no LIDs). Each
     /// successful attach is undone by one [`Driver::detach_mcast`] before the QP can be
-    /// destroyed (ib_core counts them in the QP's use count). Sleeps.
+    /// destroyed (ib_core counts them in the QP's use count). Sleeps; not called with RTNL
+    /// held (ib_core's callers on RoCE ports do not hold it).
     fn attach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
         crate::build_error(crate::error::VTABLE_DEFAULT_ERROR)
     }
@@ -412,12 +413,12 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
-        attach_mcast: if T::HAS_ATTACH_MCAST {
+        attach_mcast: if T::HAS_ATTACH_MCAST && T::HAS_DETACH_MCAST {
             Some(Adapter::<T>::attach_mcast)
         } else {
             None
         },
-        detach_mcast: if T::HAS_ATTACH_MCAST {
+        detach_mcast: if T::HAS_ATTACH_MCAST && T::HAS_DETACH_MCAST {
             Some(Adapter::<T>::detach_mcast)
         } else {
             None

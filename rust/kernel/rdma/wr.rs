@@ -144,6 +144,9 @@ pub struct UdDest<'a, T: Driver> {
     pub remote_qpn: u32,
     /// The remote Q_Key.
     pub remote_qkey: u32,
+    /// The index of the P_Key to send with (the general services QP only: ib_mad answers a
+    /// MAD with the P_Key it came with; other QPs send with their own).
+    pub pkey_index: u16,
 }
 
 /// A send work request of a kernel user.
@@ -233,6 +236,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
                 ah: unsafe { Ah::<T>::from_raw(u.ah) },
                 remote_qpn: u.remote_qpn,
                 remote_qkey: u.remote_qkey,
+                pkey_index: u.pkey_index,
             })
         } else {
             None
