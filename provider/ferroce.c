@@ -1758,6 +1758,8 @@ static struct ibv_qp *ferroce_create_qp_ex(struct ibv_context *context,
 static const struct verbs_context_ops ferroce_ctx_ops = {
 	.alloc_mw = ferroce_alloc_mw,
 	.alloc_pd = ferroce_alloc_pd,
+	/* Multicast attachments are the kernel's (the receive path reads them). */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = ferroce_bind_mw,
 	.create_ah = ferroce_create_ah,
 	.create_cq = ferroce_create_cq,
@@ -1773,6 +1775,7 @@ static const struct verbs_context_ops ferroce_ctx_ops = {
 	.destroy_cq = ferroce_destroy_cq,
 	.destroy_qp = ferroce_destroy_qp,
 	.destroy_srq = ferroce_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.modify_qp = ferroce_modify_qp,
 	.modify_srq = ferroce_modify_srq,
 	.free_context = ferroce_free_context,

@@ -201,9 +201,9 @@ listening() {
 	[ -n "$(in_ns "$1" ss -Hltn "sport = :$2")" ]
 }
 
-# cm_listening SRV_IP: an rdma_cm ID listens on SRV_IP (any namespace).
-cm_listening() {
-	rdma resource show cm_id | grep -q "state LISTEN .*src-addr $1:"
+# cm_listening SRV_IP: an rdma_cm ID listens on SRV_IP, or SRV_IP:PORT (any namespace).
+cm_listening() { # IP or IP:PORT
+	rdma resource show cm_id | grep -q "state LISTEN .*src-addr $1[: ]"
 }
 
 # server_client SRV_NS SRV_IP CLI_NS SERVER_CMD... -- CLIENT_CMD...: the
@@ -212,7 +212,8 @@ cm_listening() {
 # is given SRV_IP last, once the server listens.  Prints the client's
 # output, and the server's too on failure.  With SERVER_LISTENS=rdma_cm,
 # the tool meets over rdma_cm instead (rping, ucmatose, udaddy): the
-# client starts once an rdma_cm ID listens on SRV_IP.
+# client starts once an rdma_cm ID listens on SRV_IP (or CM_LISTEN_ADDR:
+# perftest's -R server listens on 0.0.0.0).
 server_client() {
 	local sns=$1 sip=$2 cns=$3 server rc=0
 	local -a srv=() cli=() sx=() cx=() ready=()
@@ -229,7 +230,7 @@ server_client() {
 	timeout 120 "${sx[@]}" "${srv[@]}" >/tmp/server.log 2>&1 &
 	server=$!
 	if [ "${SERVER_LISTENS:-tcp}" = rdma_cm ]; then
-		ready=(cm_listening "$sip")
+		ready=(cm_listening "${CM_LISTEN_ADDR:-$sip}")
 	else
 		ready=(listening "$sns" 18515)
 	fi

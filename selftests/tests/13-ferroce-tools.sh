@@ -37,7 +37,10 @@ check max_ah 65536
 check max_srq 16384
 check max_srq_wr 16384
 check max_srq_sge 32
-check max_pkeys 1
+check max_pkeys 16
+check max_mcast_grp 128
+check max_mcast_qp_attach 32
+check max_total_mcast_qp_attach 512
 check phys_port_cnt 1
 check transport InfiniBand
 [ "$(port_field ferroce0 max_mtu)" = 4096 ] || fail "max_mtu"

@@ -18,14 +18,10 @@
 B=$(cd "$(dirname "$0")/../.." && pwd)/out/pyverbs-v55/build
 [ -x "$B/bin/run_tests.py" ] || fail "no rdma-core v55 build in $B (make pyverbs)"
 
-NO_MCAST="ferroce offers no multicast yet (max_mcast_grp 0: the test skips)"
 # The lists: --known, tests rxe passes that ferroce does not yet, and why;
 # --different, tests rxe skips and ferroce fails, and why.
 pyverbs_vs_rxe --v2-gid "$B/bin/run_tests.py" -- \
-	--must-run tests.test_rdmacm. --must-run tests.test_srq. \
-	--known tests.test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic="$NO_MCAST" \
-	--known tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_multicast_traffic="$NO_MCAST" \
-	--known tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic="$NO_MCAST" ||
+	--must-run tests.test_rdmacm. --must-run tests.test_srq. ||
 	fail "pyverbs v55"
 
 # Those runs used v55's libraries and providers, not the system's (v44).

@@ -21,8 +21,8 @@ use kernel::{
             SoftDriver,
         },
         AddressVector, AtomicCap, Cq, CqInitAttr, Device, DeviceAttr, DeviceParams, LinkLayer, Mr,
-        MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortImmutable, PortState, Qp, QpAttr,
-        QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
+        MrChange, Mtu, MwType, Pd, PhysState, PortAttr, PortEvent, PortImmutable, PortState, Qp,
+        QpAttr, QpInitAttr, RecvWr, SendWr, Srq, SrqAttr, UContext, Udata, Wc,
     },
     str::CStr,
     sync::Arc,
@@ -33,8 +33,8 @@ use crate::verbs::device::{
 };
 use crate::{
     engine::{executor, qp},
-    protocol::{abi, count::ObjectCount, guid, keys::KeyTable, limits},
-    verbs::{ah, cq, mr, mw, numbers::Counted, srq, stats},
+    protocol::{self, abi, count::ObjectCount, guid, keys::KeyTable, limits},
+    verbs::{ah, cq, mcast, mr, mw, numbers::Counted, srq, stats},
 };
 
 impl abi::ContextFeatures {
@@ -118,6 +118,9 @@ impl rdma::Driver for Ferroce {
             max_srq_sge: limits::MAX_SGE,
             max_fast_reg_page_list_len: limits::MAX_FAST_REG_PAGES,
             max_pkeys: limits::PKEY_TBL_LEN,
+            max_mcast_grp: protocol::mcast::MAX_GROUPS as u32,
+            max_mcast_qp_attach: protocol::mcast::MAX_QPS_PER_GROUP as u32,
+            max_total_mcast_qp_attach: protocol::mcast::MAX_ATTACHMENTS as u32,
             local_ca_ack_delay: limits::LOCAL_CA_ACK_DELAY,
             ..DeviceAttr::default()
         })
@@ -171,12 +174,23 @@ impl rdma::Driver for Ferroce {
         LinkLayer::Ethernet
     }
 
-    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
         check_port(port)?;
-        if index != 0 {
+        if index >= limits::PKEY_TBL_LEN {
             return Err(EINVAL);
         }
-        Ok(limits::DEFAULT_PKEY)
+        Ok(dev.data().pkeys.get(index))
+    }
+
+    fn set_pkey(dev: &Device<Self>, port: u32, index: u16, pkey: u16) -> Result {
+        check_port(port)?;
+        let changed = dev.data().pkeys.set(index, pkey).map_err(|_| EINVAL)?;
+        if changed {
+            // ib_core reads the table again; QPs send with and check against the new entry
+            // from their next packet on.
+            dev.dispatch_port_event(PORT, PortEvent::PkeyChange);
+        }
+        Ok(())
     }
 
     fn alloc_pd(dev: &Device<Self>, udata: &mut Udata<'_>) -> Result<impl PinInit<Counted, Error>> {
@@ -211,6 +225,14 @@ impl rdma::Driver for Ferroce {
 
     fn destroy_qp(q: &Qp<Self>) {
         qp::destroy(q)
+    }
+
+    fn attach_mcast(q: &Qp<Self>, mgid: &[u8; 16]) -> Result {
+        mcast::attach(q, mgid)
+    }
+
+    fn detach_mcast(q: &Qp<Self>, mgid: &[u8; 16]) -> Result {
+        mcast::detach(q, mgid)
     }
 
     fn ring_sq_doorbell(q: &Qp<Self>) -> Result {
@@ -361,6 +383,7 @@ impl SoftDriver for Ferroce {
             packet.bytes(),
             packet.segment(),
             packet.vouched_for(),
+            packet.vlan_id(),
         );
     }
 }
@@ -369,7 +392,9 @@ impl link::Link for Ferroce {
     const TYPE: &'static CStr = c_str!("ferroce");
 
     fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
-        if !netdev.is_plain_ethernet() {
+        // A VLAN device too: its frames are tagged, and ib_core gives the port the GIDs of
+        // its addresses (patch 0010).
+        if !netdev.is_ethernet() {
             pr_err!("{}: {} is not an Ethernet device\n", name, netdev.name());
             return Err(EINVAL);
         }
@@ -396,6 +421,7 @@ impl link::Link for Ferroce {
         let srqs = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let mws = Arc::new(ObjectCount::new(), GFP_KERNEL)?;
         let gsi_qp = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
+        let mcast_table = mcast::new_table()?;
         // Key bytes are random (`numbers.rs`): a peer guesses neither a fresh device's first
         // rkey nor QP number, nor the next key of an index from the last.
         let mr_keys = Arc::pin_init(
@@ -432,6 +458,9 @@ impl link::Link for Ferroce {
             ah_nums,
             ah_dests,
             counters: stats::Counters::new(),
+            pkeys: protocol::pkey::Table::new(),
+            mcast <- new_spinlock_irq!(mcast_table, "ferroce:mcast"),
+            mcast_changes <- new_mutex!((), "ferroce:mcast_changes"),
             tunnel <- new_mutex!(tunnel, "ferroce:tunnel"),
             netdev <- new_spinlock_irq!(Some(netdev.to_owned()), "ferroce:netdev"),
         });

@@ -7,6 +7,7 @@
 pub(crate) mod ah;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod mcast;
 pub(crate) mod memory;
 pub(crate) mod mr;
 pub(crate) mod mw;

@@ -186,6 +186,12 @@ fn run(
     else {
         return refuse(req, qp, Refusal::Dropped);
     };
+    // The P_Key its packets would carry, checked as the responder checks a packet's: a
+    // mismatch is dropped, so the requester's retries run out.
+    if qp::admits_pkey(&dest, qp::own_pkey(qp)).is_none() {
+        qp.device().data().counters.add(Stat::PkeyViolations, 1);
+        return refuse(req, qp, Refusal::Dropped);
+    }
     *byte_len = m.len;
     match w.opcode {
         op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV => send_to(qp, req, &dest, &m),
@@ -555,6 +561,7 @@ fn datagram(
         // Another host: one packet on the wire.
         return crate::net::wire::send_datagram(
             qp,
+            to.pkey,
             &to.ah.av,
             to.remote_qpn,
             to.qkey,
@@ -571,6 +578,9 @@ fn datagram(
         solicited,
         imm,
         ipv4: to.ah.av.network == Network::Ipv4,
+        vlan_id: to.ah.av.vlan_id,
+        // The receiver's (datagram_to_local_qp).
+        pkey_index: 0,
     };
     datagram_to_local_qp(qp, req, &to, &info, src, len)
 }
@@ -582,6 +592,8 @@ struct DatagramDest {
     remote_qpn: u32,
     /// The Q_Key it carries.
     qkey: u32,
+    /// The P_Key it carries.
+    pkey: u16,
 }
 
 /// The destination of a datagram of `len` bytes in the UD union `ud` of `qp`'s send WQE: an AH
@@ -596,11 +608,22 @@ fn datagram_dest(
         ah_num,
         remote_qpn,
         remote_qkey,
+        pkey_index,
     } = ud
     else {
         return Err(WcStatus::LocQpOpErr);
     };
     let dev = qp.device();
+    // QP1 serves every partition: ib_mad names the P_Key of each MAD (the one a request came
+    // with, for its answer); other QPs send with their own.
+    let pkey = if req.qp_type == QpType::Gsi {
+        if pkey_index >= crate::protocol::limits::PKEY_TBL_LEN {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        dev.data().pkeys.get(pkey_index)
+    } else {
+        qp::own_pkey(qp)
+    };
     let Some(ah) = ah::dest(&dev.data().ah_dests, ah_num).filter(|d| d.pd == qp.pd_id()) else {
         // Not an AH of this QP's PD (the provider names AHs by number).
         return Err(WcStatus::LocQpOpErr);
@@ -623,6 +646,7 @@ fn datagram_dest(
         ah,
         remote_qpn,
         qkey,
+        pkey,
     })
 }
 
@@ -641,6 +665,16 @@ fn datagram_to_local_qp(
     let Some(dest) = dev.qp(to.remote_qpn) else {
         counters.add(Stat::Dropped, 1);
         return Ok(());
+    };
+    // The P_Key the datagram would carry, checked as the receiver checks a packet's.
+    let Some(pkey_index) = qp::admits_pkey(&dest, to.pkey) else {
+        counters.add(Stat::PkeyViolations, 1);
+        counters.add(Stat::Dropped, 1);
+        return Ok(());
+    };
+    let info = &DatagramInfo {
+        pkey_index,
+        ..*info
     };
     let header = grh::ud_grh(
         &crate::net::wire::route(&to.ah.av, 0),
@@ -680,6 +714,7 @@ fn datagram_to_local_qp(
 }
 
 /// What the receiver of a datagram learns of its sender.
+#[derive(Clone, Copy)]
 pub(crate) struct DatagramInfo {
     pub(crate) src_qp: u32,
     pub(crate) sl: u8,
@@ -688,6 +723,11 @@ pub(crate) struct DatagramInfo {
     pub(crate) imm: Option<u32>,
     /// The GRH is an IPv4 header (RoCEv2 over IPv4), not an IPv6 one.
     pub(crate) ipv4: bool,
+    /// The 802.1Q VLAN it came on (a local one: the VLAN its sender's AH sends on).
+    pub(crate) vlan_id: Option<u16>,
+    /// The index of its P_Key in the port's table (the receiving QP's own, or for QP1 the
+    /// entry it matched), for the completion.
+    pub(crate) pkey_index: u16,
 }
 
 /// Places a datagram, its GRH (`header`) and then `len` bytes from `src`, into the receive WQE
@@ -730,6 +770,7 @@ pub(crate) fn place_datagram(
         qp_num: dest.qp_num(),
         src_qp: info.src_qp,
         wc_flags: wc_flags::GRH,
+        pkey_index: info.pkey_index,
         sl: info.sl,
         port_num: 1,
         kernel_qp: QpToken::of(dest).to_bits(),
@@ -741,8 +782,10 @@ pub(crate) fn place_datagram(
         cqe.wc_flags |= wc_flags::WITH_IMM;
     }
     if !dest.is_user() {
-        // Kernel users (ib_mad, rdma_cm) read the GRH by its network type.
+        // Kernel users (ib_mad, rdma_cm) read the GRH by its network type, and find the GID
+        // it went to by the VLAN.
         cqe.network = Some(info.ipv4);
+        cqe.vlan_id = info.vlan_id;
     }
     (cqe, matches!(placed, Err(Fault::Source)))
 }

@@ -31,7 +31,7 @@ use crate::{
         wq::{produce_recv, sge_list, WorkQueue, WQE_BODY},
     },
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 pub(crate) use crate::verbs::wq::{RECV_WQE_MAX, SEND_WQE_MAX};
 
@@ -219,6 +219,9 @@ pub(crate) struct QpData {
     pub(crate) state: SpinLockIrq<QpShared>,
     /// The PSN of the next UD datagram sent on the wire (receivers do not check it).
     ud_psn: AtomicU32,
+    /// The index of the QP's P_Key in the port's table (`attr.pkey_index`, read without the
+    /// lock by the paths that send and check packets).
+    pkey_index: AtomicU16,
 }
 
 impl QpData {
@@ -229,6 +232,27 @@ impl QpData {
     pub(crate) fn next_ud_psn(&self) -> u32 {
         self.ud_psn.fetch_add(1, Ordering::Relaxed) & crate::protocol::psn::MASK
     }
+
+    /// The index of the QP's P_Key in the port's table.
+    pub(crate) fn pkey_index(&self) -> u16 {
+        self.pkey_index.load(Ordering::Relaxed)
+    }
+}
+
+/// The P_Key `qp` sends with and checks packets against: the entry at its `pkey_index` now
+/// (the administrator may change it under a live QP; 0, which matches nothing, if emptied).
+pub(crate) fn own_pkey(qp: &Qp<Ferroce>) -> u16 {
+    qp.device().data().pkeys.get(qp.data().pkey_index())
+}
+
+/// Whether `qp` takes a packet with the P_Key `pkey` (IBTA 10.9.3), and with which index of
+/// the port's table: its own P_Key's, or for QP1 (which serves every partition of the port)
+/// the first entry that matches.
+pub(crate) fn admits_pkey(qp: &Qp<Ferroce>, pkey: u16) -> Option<u16> {
+    if qp.data().qp_type() == QpType::Gsi {
+        return qp.device().data().pkeys.find(pkey);
+    }
+    crate::protocol::pkey::matches(pkey, own_pkey(qp)).then(|| qp.data().pkey_index())
 }
 
 /// Where a QP's number comes from: QP1 is the general services QP; the others are numbered
@@ -299,6 +323,7 @@ pub(crate) fn create(
             "ferroce:qp"
         ),
         ud_psn: AtomicU32::new(0),
+        pkey_index: AtomicU16::new(0),
     });
     Ok((data, qpn))
 }
@@ -506,6 +531,7 @@ pub(crate) fn modify(qp: &Qp<Ferroce>, attr: &QpAttr, mask: u32, udata: &mut Uda
         return Err(EINVAL);
     }
     take_attrs(&mut st.attr, attr, mask);
+    data.pkey_index.store(st.attr.pkey_index, Ordering::Relaxed);
     // Packets built from now on go to the new destination, on its own route; those built
     // before keep the old one. (The old cache is freed, if last, outside the lock.)
     let old_routes = routes.map(|r| st.routes.replace(r));
@@ -910,6 +936,7 @@ fn wr_opcode_and_union(wr: &SendWr<'_, Ferroce>) -> Result<(u32, u32, WqeUnion)>
             ah_num: dest.ah.data().num.get(),
             remote_qpn: dest.remote_qpn,
             remote_qkey: dest.remote_qkey,
+            pkey_index: dest.pkey_index,
         },
     ))
 }

@@ -283,7 +283,7 @@ pub(crate) fn receive(qp: &Qp<Ferroce>, p: &Parsed<'_>) {
     }
     // Where a reply goes, read only for one sent now (most packets are not answered one by one).
     let back = match offer {
-        Offer::Now(_) => reply::Back::of(st, mtu),
+        Offer::Now(_) => reply::Back::of(qp, st, mtu),
         _ => None,
     };
     drop(guard);

@@ -428,16 +428,20 @@ pub(crate) struct Back {
     routes: Option<Arc<RouteCache>>,
     dest_qpn: u32,
     mtu: u32,
+    /// The QP's P_Key.
+    pkey: u16,
 }
 
 impl Back {
-    /// The QP's peer, if it has one (`mtu`: the path MTU in bytes).
-    pub(crate) fn of(st: &QpShared, mtu: u32) -> Option<Back> {
+    /// The peer of `qp` (whose shared state is `st`), if it has one (`mtu`: the path MTU in
+    /// bytes).
+    pub(crate) fn of(qp: &Qp<Ferroce>, st: &QpShared, mtu: u32) -> Option<Back> {
         st.attr.av.map(|av| Back {
             av,
             routes: st.routes.clone(),
             dest_qpn: st.attr.dest_qp_num,
             mtu,
+            pkey: crate::engine::qp::own_pkey(qp),
         })
     }
 }
@@ -455,7 +459,7 @@ pub(crate) fn send_queued(qp: &Qp<Ferroce>, in_work: bool) {
     loop {
         let mut st = qp.data().state.lock();
         let mtu = rc::mtu_of(&st);
-        let back = Back::of(&st, mtu);
+        let back = Back::of(qp, &st, mtu);
         // (In ERR the queue drains: it ends with the NAK that put the QP there.)
         let reset = matches!(st.attr.qp_state, QpState::Reset | QpState::Init);
         let q = &mut st.conn.out;
@@ -512,7 +516,7 @@ pub(crate) fn send_deferred(qp: &Qp<Ferroce>) {
 fn bth(back: &Back, opc: u8, p: u32) -> Bth {
     Bth {
         opcode: opcode::RC | opc,
-        pkey: wire::DEFAULT_PKEY,
+        pkey: back.pkey,
         dest_qp: back.dest_qpn,
         psn: p,
         ..Bth::default()

@@ -14,7 +14,7 @@
 use kernel::{
     net::netdev::NetDevice,
     rdma::{
-        sw::wire::{RouteCache, TxPacket},
+        sw::wire::{Egress, RouteCache, TxPacket},
         AddressVector, Device, Network, Qp,
     },
 };
@@ -35,9 +35,6 @@ use crate::{
     },
 };
 
-/// The default P_Key, the only partition ferroce has (full membership).
-pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
-
 /// The UDP source port of a QP's packets: fixed per connection (so that a flow keeps its
 /// order through ECMP and RSS), in the dynamic range.
 pub(crate) fn src_port(qpn: u32, dest_qpn: u32) -> u16 {
@@ -56,6 +53,16 @@ pub(crate) fn route(av: &AddressVector, src_port: u16) -> Route {
         hop_limit: av.hop_limit,
         src_port,
         ip_id: 0,
+        vlan_id: av.vlan_id,
+    }
+}
+
+/// How the packets of `route` leave the host beside their IP header.
+fn egress(route: &Route) -> Egress {
+    Egress {
+        ipv6: !route.ipv4,
+        vlan_id: route.vlan_id,
+        traffic_class: route.traffic_class,
     }
 }
 
@@ -93,7 +100,7 @@ pub(crate) fn transmit<E>(
     packet::finish_with(buf, kernel::rdma::sw::wire::crc32_le).ok_or(TxError::Lost)?;
     dev.data().counters.add(Stat::SentPkts, 1);
     // A packet the network drops is recovered as a lost one.
-    let _ = skb.send(netdev, !route.ipv4, routes);
+    let _ = skb.send(netdev, &egress(route), routes);
     Ok(())
 }
 
@@ -170,7 +177,7 @@ pub(crate) fn transmit_train<E>(
     counters.add(Stat::SentPkts, train.count() as u64);
     counters.add(Stat::SentTrains, 1);
     // A train the network drops is recovered as lost packets are.
-    let _ = skb.send_train(netdev, !route.ipv4, routes, train.segment());
+    let _ = skb.send_train(netdev, &egress(route), routes, train.segment());
     Ok(())
 }
 
@@ -186,10 +193,12 @@ pub(crate) fn imm_from_wire(imm: u32) -> u32 {
 }
 
 /// A UD send to another host: one packet to the QP `remote_qpn` behind `av`, with the Q_Key
-/// `qkey`. The payload comes from `src`. Completes (from the sender's view) once sent.
+/// `qkey` and the P_Key `pkey` (the QP's). The payload comes from `src`. Completes (from the
+/// sender's view) once sent.
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn send_datagram(
     qp: &Qp<Ferroce>,
+    pkey: u16,
     av: &AddressVector,
     remote_qpn: u32,
     qkey: u32,
@@ -213,7 +222,7 @@ pub(crate) fn send_datagram(
         bth: Bth {
             opcode,
             se: solicited,
-            pkey: DEFAULT_PKEY,
+            pkey,
             dest_qp: remote_qpn,
             psn: qp.data().next_ud_psn(),
             ..Bth::default()

@@ -221,6 +221,9 @@ pub(crate) struct Cqe {
     /// Kernel CQs only: a datagram's GRH is an IPv4 (`Some(true)`) or IPv6 header, for
     /// `ib_wc.network_hdr_type` (`reserved0`: `enum rdma_network_type`); 0 in a user's ring.
     pub(crate) network: Option<bool>,
+    /// Kernel CQs only: the 802.1Q VLAN a datagram came on, for `ib_wc.vlan_id` (`reserved1`
+    /// after the QP token: the id with bit 15 set, 0 for none); 0 in a user's ring.
+    pub(crate) vlan_id: Option<u16>,
     /// Not part of the entry: whether the message received had the Solicited Event bit
     /// (see [`Cqe::wakes_solicited`]).
     pub(crate) solicited: bool,
@@ -273,6 +276,10 @@ impl Cqe {
             Some(false) => RDMA_NETWORK_IPV6,
         };
         b[48..56].copy_from_slice(&self.kernel_qp.to_ne_bytes());
+        let vlan = self
+            .vlan_id
+            .map_or(0, |id| KERNEL_VLAN_PRESENT | (id & 0xfff));
+        b[56..58].copy_from_slice(&vlan.to_ne_bytes());
         b
     }
 
@@ -305,10 +312,17 @@ impl Cqe {
                 RDMA_NETWORK_IPV6 => Some(false),
                 _ => None,
             },
+            vlan_id: {
+                let v = u16::from_ne_bytes([b[56], b[57]]);
+                (v & KERNEL_VLAN_PRESENT != 0).then_some(v & 0xfff)
+            },
             solicited: false,
         }
     }
 }
+
+/// A kernel CQE's VLAN field holds an id (in its low 12 bits).
+const KERNEL_VLAN_PRESENT: u16 = 0x8000;
 
 /// `enum rdma_network_type` values of a kernel CQE's network field.
 pub(crate) const RDMA_NETWORK_IPV4: u8 = 2;
@@ -354,6 +368,9 @@ pub(crate) enum WqeUnion {
         ah_num: u32,
         remote_qpn: u32,
         remote_qkey: u32,
+        /// Kernel rings of QP1 only (`reserved`, bytes 44-45): the index of the P_Key to send
+        /// with; ignored elsewhere (a user's ring may hold anything there).
+        pkey_index: u16,
     },
     /// `flush`: `placement` (`IBV_FLUSH_GLOBAL`, `IBV_FLUSH_PERSISTENT`) of `length` bytes at
     /// `remote_addr` (`level` `IBV_FLUSH_RANGE`) or of the whole region (`IBV_FLUSH_MR`)
@@ -434,10 +451,12 @@ impl SendWqe {
                 ah_num,
                 remote_qpn,
                 remote_qkey,
+                pkey_index,
             } => {
                 put(32, &ah_num.to_ne_bytes());
                 put(36, &remote_qpn.to_ne_bytes());
                 put(40, &remote_qkey.to_ne_bytes());
+                put(44, &pkey_index.to_ne_bytes());
             }
             WqeUnion::Reg {
                 mr_key,
@@ -537,6 +556,7 @@ impl SendWqe {
             ah_num: u32_at(32),
             remote_qpn: u32_at(36),
             remote_qkey: u32_at(40),
+            pkey_index: u16::from_ne_bytes([b[44], b[45]]),
         }
     }
 }

@@ -51,10 +51,9 @@ pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 pub(crate) const MAX_MSG_SZ: u32 = 1 << 31;
 /// GIDs per port (ib_core fills the table from the netdev's IP addresses).
 pub(crate) const GID_TBL_LEN: u32 = 128;
-/// P_Keys per port: only the default full-membership key.
-pub(crate) const PKEY_TBL_LEN: u16 = 1;
-/// The default P_Key, full membership.
-pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
+/// P_Keys per port (`pkey.rs`): the default full-membership key at 0, the rest the
+/// administrator's.
+pub(crate) const PKEY_TBL_LEN: u16 = super::pkey::TABLE_LEN as u16;
 /// Local CA ACK delay exponent: 4.096 us * 2^15 = 134 ms.
 pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
 

@@ -49,6 +49,9 @@ pub(crate) struct Route {
     pub(crate) src_port: u16,
     /// IPv4 identification (the sender picks it, as for any IPv4 datagram); 0 for IPv6.
     pub(crate) ip_id: u16,
+    /// The 802.1Q VLAN the packets go on, the source GID's (`None`: untagged). Not in the
+    /// bytes written here: the VLAN device adds the tag.
+    pub(crate) vlan_id: Option<u16>,
 }
 
 /// The IB transport headers of a packet: the BTH and the extended headers. Exactly the
@@ -628,6 +631,8 @@ fn decode<'a>(
             hop_limit: h[8],
             src_port,
             ip_id: u16::from_be_bytes([h[4], h[5]]),
+            // Not in the bytes: the receiver knows the VLAN the packet came on.
+            vlan_id: None,
         }
     } else {
         let h = ip_header
@@ -646,6 +651,7 @@ fn decode<'a>(
             hop_limit: h[7],
             src_port,
             ip_id: 0,
+            vlan_id: None,
         }
     };
     Ok(Parsed {

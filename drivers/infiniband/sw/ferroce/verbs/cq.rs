@@ -291,6 +291,7 @@ pub(crate) fn poll(cq: &Cq<Ferroce>, out: &mut [Wc]) -> Result<usize> {
                 Some(false) => abi::RDMA_NETWORK_IPV6,
                 None => 0,
             },
+            vlan_id: c.vlan_id,
         };
     }
     q.buf

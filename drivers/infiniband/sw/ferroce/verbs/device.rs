@@ -13,8 +13,8 @@ use kernel::{
 };
 
 use crate::{
-    protocol::{count::ObjectCount, keys::KeyTable, limits},
-    verbs::{ah, stats},
+    protocol::{count::ObjectCount, keys::KeyTable, limits, pkey},
+    verbs::{ah, mcast, stats},
 };
 
 /// The driver id libibverbs binds ferroce's provider by (`RDMA_DRIVER_FERROCE`).
@@ -59,6 +59,14 @@ pub(crate) struct DeviceData {
     pub(crate) ah_dests: Arc<ah::DestTable>,
     /// The port's counters.
     pub(crate) counters: stats::Counters,
+    /// The port's P_Key table, which the administrator sets (`ports/1/pkey_table`).
+    pub(crate) pkeys: pkey::Table,
+    /// Which QPs are attached to which multicast groups (read by the receive path).
+    #[pin]
+    pub(crate) mcast: SpinLockIrq<mcast::Attachments>,
+    /// Held while a QP attaches or detaches (`mcast.rs`).
+    #[pin]
+    pub(crate) mcast_changes: Mutex<()>,
     /// The device's place at its namespace's RoCEv2 port, which receives its packets; left
     /// when the netdev unregisters (before its namespace may go) or with the device.
     #[pin]

@@ -40,7 +40,7 @@ pub(crate) enum Stat {
     SeqErrors,
     /// Duplicate requests a responder acknowledged or answered again.
     DupRequests,
-    /// Packets dropped for a bad ICRC, a malformed header or a P_Key not ours.
+    /// Packets dropped for a bad ICRC, a malformed header or a P_Key the QP does not take.
     BadPkts,
     /// Well-formed packets for no QP of the device (a late packet of a destroyed connection,
     /// or a guess). Every packet the port hands the device counts once in `bad_pkts`,
@@ -63,9 +63,13 @@ pub(crate) enum Stat {
     RcvdTrains,
     /// The pieces of those trains.
     RcvdTrainPkts,
+    /// Packets (and local messages) dropped because their P_Key does not match the receiving
+    /// QP's (IBTA's P_Key violations, `pkey.rs`); packets from the wire count in `bad_pkts`
+    /// too.
+    PkeyViolations,
 }
 
-const COUNT: usize = Stat::RcvdTrainPkts as usize + 1;
+const COUNT: usize = Stat::PkeyViolations as usize + 1;
 
 /// The names, in the order of [`Stat`].
 pub(crate) static NAMES: [Counter; COUNT] = [
@@ -90,6 +94,7 @@ pub(crate) static NAMES: [Counter; COUNT] = [
     Counter::new(c_str!("sent_trains")),
     Counter::new(c_str!("rcvd_trains")),
     Counter::new(c_str!("rcvd_train_pkts")),
+    Counter::new(c_str!("pkey_violations")),
 ];
 
 /// The counters of a device (it has one port).

@@ -436,6 +436,7 @@ fn send_turn(qp: &Qp<Ferroce>, t: &Turn, wqe: &[u8], uc: bool) -> Result<Sent, W
         routes: t.routes.as_deref(),
         t,
         transport: if uc { opcode::UC } else { opcode::RC },
+        pkey: crate::engine::qp::own_pkey(qp),
     };
     match m.w.opcode {
         wop::RDMA_READ
@@ -455,6 +456,8 @@ struct Tx<'a> {
     t: &'a Turn,
     /// The transport's opcode bits (RC or UC).
     transport: u8,
+    /// The QP's P_Key.
+    pkey: u16,
 }
 
 impl Tx<'_> {
@@ -500,7 +503,7 @@ impl Tx<'_> {
         Bth {
             opcode: self.transport | opcode,
             se,
-            pkey: wire::DEFAULT_PKEY,
+            pkey: self.pkey,
             dest_qp: self.t.dest_qpn,
             ack_req: ack_req && self.t.rc,
             psn,

@@ -24,12 +24,20 @@ mod keys;
 mod layer_tests;
 #[path = "../../protocol/limits.rs"]
 mod limits;
+#[path = "../../protocol/mcast.rs"]
+mod mcast;
+#[cfg(test)]
+mod mcast_tests;
 #[path = "../../protocol/opcode.rs"]
 mod opcode;
 #[path = "../../protocol/packet.rs"]
 mod packet;
 #[cfg(test)]
 mod packet_tests;
+#[path = "../../protocol/pkey.rs"]
+mod pkey;
+#[cfg(test)]
+mod pkey_tests;
 #[path = "../../protocol/psn.rs"]
 mod psn;
 #[path = "../../protocol/refusal.rs"]
@@ -349,6 +357,16 @@ int main(void)
         };
         assert_eq!(v4.to_bytes()[47], abi::RDMA_NETWORK_IPV4);
         assert_eq!(abi::Cqe::from_bytes(&v4.to_bytes()), v4);
+        // A kernel CQE's VLAN: bit 15 says there is one; VLAN 0 is one.
+        assert_eq!(c.to_bytes()[56..58], [0, 0]);
+        for id in [0u16, 100, 4095] {
+            let tagged = abi::Cqe {
+                vlan_id: Some(id),
+                ..c
+            };
+            assert_eq!(abi::Cqe::from_bytes(&tagged.to_bytes()), tagged);
+            assert_eq!(tagged.to_bytes()[56..58], (0x8000 | id).to_ne_bytes());
+        }
         assert_eq!(abi::kernel_wc_flags(0), 0);
         assert_eq!(abi::kernel_wc_flags(abi::wc_flags::GRH), 1);
         assert_eq!(abi::kernel_wc_flags(abi::wc_flags::WITH_IMM), 2);
@@ -399,12 +417,14 @@ int main(void)
                 ah_num: 3,
                 remote_qpn: 0x12,
                 remote_qkey: 0x1111_1111,
+                pkey_index: 5,
             },
             ..abi::SendWqe::default()
         }
         .to_bytes();
         assert_eq!(&ud[32..36], &3u32.to_ne_bytes());
         assert_eq!(&ud[40..44], &0x1111_1111u32.to_ne_bytes());
+        assert_eq!(&ud[44..46], &5u16.to_ne_bytes());
         assert_eq!(abi::recv_wqe_header(5, 2)[8..12], 2u32.to_ne_bytes());
         assert_eq!(abi::sge_bytes(1, 2, 3)[12..16], 3u32.to_ne_bytes());
     }
@@ -458,6 +478,7 @@ int main(void)
             ah_num: 9,
             remote_qpn: 0x00ab_cdef,
             remote_qkey: 0x8000_0000,
+            pkey_index: 3,
         };
         assert_eq!(SendWqe::ud_of(&with(o::SEND, ud).to_bytes()), ud);
         // SGEs and receive headers.

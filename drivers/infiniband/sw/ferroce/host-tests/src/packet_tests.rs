@@ -72,6 +72,7 @@ fn rxe_route(src_port: u16, ip_id: u16) -> Route {
         hop_limit: 64,
         src_port,
         ip_id,
+        vlan_id: None,
     }
 }
 
@@ -229,6 +230,7 @@ pub(crate) fn routes() -> [Route; 2] {
             hop_limit: 63,
             src_port: 0xc000,
             ip_id: 0xbeef,
+            vlan_id: None,
         },
         Route {
             ipv4: false,
@@ -243,6 +245,7 @@ pub(crate) fn routes() -> [Route; 2] {
             hop_limit: 255,
             src_port: 0xffff,
             ip_id: 0,
+            vlan_id: None,
         },
     ]
 }
