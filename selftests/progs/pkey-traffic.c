@@ -68,18 +68,26 @@ static void open_end(struct end *e, const char *dev, int gidx, int pkidx, enum i
 	e->pkidx = pkidx;
 }
 
-static void rc_connect(struct end *e, const struct end *peer)
+/* RESET -> INIT with the end's P_Key index (RC: remote write; UD: the Q_Key). */
+static void init_with_pkey(struct end *e)
 {
+	int ud = e->qp->qp_type == IBV_QPT_UD;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = e->pkidx,
 		.port_num = 1,
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		.qkey = QKEY,
 	};
 	int ret = ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS);
+					       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
 
 	CHECK(!ret, "to INIT with P_Key index %d: %s", e->pkidx, strerror(ret));
+}
+
+static void rc_connect(struct end *e, const struct end *peer)
+{
+	init_with_pkey(e);
 	rtr_to_gid(e->qp, peer->qp->qp_num, &peer->gid, e->gidx, 1);
 	/* 4.096 us << 10: 4 ms, twice again: a refused message fails fast. */
 	rts_with(e->qp, 7, 2, 10, 1);
@@ -87,19 +95,11 @@ static void rc_connect(struct end *e, const struct end *peer)
 
 static void ud_ready(struct end *e)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = e->pkidx,
-		.port_num = 1,
-		.qkey = QKEY,
-	};
-	int ret = ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_QKEY);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 1 };
+	int ret;
 
-	CHECK(!ret, "UD to INIT with P_Key index %d: %s", e->pkidx, strerror(ret));
+	init_with_pkey(e);
 	modify_state(e->qp, IBV_QPS_RTR);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
 	ret = ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	CHECK(!ret, "UD to RTS: %s", strerror(ret));
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Bad `rdma link add` requests fail with a clear error and leave nothing
-# behind: unknown netdev, non-Ethernet netdev, VLAN, a netdev that already
+# behind: unknown netdev, non-Ethernet netdev, a VLAN of a served netdev, a netdev that already
 # has a ferroce device or another driver's, a name in use, a name too long,
 # a pattern name.
 . "$(dirname "$0")/../lib.sh"
@@ -23,8 +23,12 @@ expect_error() { # expected-text command...
 
 expect_error 'No such device' rdma link add fbad type ferroce netdev nosuchdev
 expect_error 'Invalid argument' rdma link add fbad type ferroce netdev lo
-ip link add link fb1 name fb1.5 type vlan id 5 2>/dev/null &&
-	expect_error 'Invalid argument' rdma link add fbad type ferroce netdev fb1.5
+# A VLAN netdev is taken (65-ferroce-vlan), but not one whose real device a
+# device serves: that device has the VLAN's GIDs already.
+ip link add link fb0 name fb0.5 type vlan id 5
+expect_error 'Device or resource busy' rdma link add fbad type ferroce netdev fb0.5
+dmesg | tail -5 | grep -q 'fb0.5 is a VLAN of, or under, fb0, which RDMA device ferroce0 serves' ||
+	fail "no kernel message names ferroce0 as serving fb0.5's real device"
 expect_error 'File exists' rdma link add ferroce1 type ferroce netdev fb0
 expect_error 'File exists' rdma link add ferroce0 type ferroce netdev fb1
 expect_error 'Invalid argument' rdma link add "$(printf 'f%.0s' $(seq 1 80))" type ferroce netdev fb1
