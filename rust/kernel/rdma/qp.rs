@@ -525,6 +525,25 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// `op` on the QP `qp` and the group `gid` (RoCE has no LIDs).
+    ///
+    /// # Safety
+    ///
+    /// `qp` is a live QP and `gid` a valid GID for the call.
+    unsafe fn mcast_op(
+        qp: *mut bindings::ib_qp,
+        gid: *const bindings::ib_gid,
+        op: fn(&Qp<T>, &[u8; 16]) -> Result,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Valid for the call; every member of the GID union is plain bytes.
+        let mgid = unsafe { (*gid).raw };
+        from_result(|| {
+            // SAFETY: The QP is alive for the call.
+            op(unsafe { Qp::<T>::from_raw(qp) }, &mgid)?;
+            Ok(0)
+        })
+    }
+
     /// # Safety
     ///
     /// Called by ib_core for a live QP with a valid GID.
@@ -533,13 +552,8 @@ impl<T: Driver> Adapter<T> {
         gid: *mut bindings::ib_gid,
         _lid: u16,
     ) -> crate::ffi::c_int {
-        // SAFETY: Valid for the call; every member of the GID union is plain bytes.
-        let mgid = unsafe { (*gid).raw };
-        from_result(|| {
-            // SAFETY: The QP is alive for the call.
-            T::attach_mcast(unsafe { Qp::<T>::from_raw(qp) }, &mgid)?;
-            Ok(0)
-        })
+        // SAFETY: As ib_core promises.
+        unsafe { Self::mcast_op(qp, gid, T::attach_mcast) }
     }
 
     /// # Safety
@@ -550,13 +564,8 @@ impl<T: Driver> Adapter<T> {
         gid: *mut bindings::ib_gid,
         _lid: u16,
     ) -> crate::ffi::c_int {
-        // SAFETY: Valid for the call; every member of the GID union is plain bytes.
-        let mgid = unsafe { (*gid).raw };
-        from_result(|| {
-            // SAFETY: The QP is alive for the call.
-            T::detach_mcast(unsafe { Qp::<T>::from_raw(qp) }, &mgid)?;
-            Ok(0)
-        })
+        // SAFETY: As ib_core promises.
+        unsafe { Self::mcast_op(qp, gid, T::detach_mcast) }
     }
 
     /// # Safety
