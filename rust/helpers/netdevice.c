@@ -2,7 +2,6 @@
 
 #ifdef CONFIG_NET
 
-#include <linux/if_vlan.h>
 #include <linux/igmp.h>
 #include <linux/inetdevice.h>
 #include <linux/netdevice.h>
@@ -28,11 +27,6 @@ bool rust_helper_netif_running(const struct net_device *dev)
 bool rust_helper_netif_carrier_ok(const struct net_device *dev)
 {
 	return netif_carrier_ok(dev);
-}
-
-bool rust_helper_is_vlan_dev(const struct net_device *dev)
-{
-	return is_vlan_dev(dev);
 }
 
 struct net_device *

@@ -90,13 +90,6 @@ impl NetDevice {
         self.hw_type() == bindings::ARPHRD_ETHER as u16
     }
 
-    /// Whether this is an Ethernet device (`ARPHRD_ETHER`), not a VLAN on top of one.
-    pub fn is_plain_ethernet(&self) -> bool {
-        // SAFETY: The device is valid by the type invariant.
-        self.hw_type() == bindings::ARPHRD_ETHER as u16
-            && !unsafe { bindings::is_vlan_dev(self.as_raw()) }
-    }
-
     /// The 6-byte MAC address of an Ethernet device, `None` for other address lengths.
     pub fn mac_address(&self) -> Option<[u8; 6]> {
         let dev = self.as_raw();
